@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
+from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
@@ -731,7 +732,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -741,7 +742,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -801,7 +802,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -813,7 +814,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -876,7 +877,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.line = UNSET
         inst.limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -907,7 +908,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -919,7 +920,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -999,7 +1000,7 @@ def _d_RequestPermissionRequest(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1011,7 +1012,7 @@ def _d_RequestPermissionRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -1091,7 +1092,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -1205,7 +1206,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1217,7 +1218,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1303,7 +1304,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = UNSET
         inst.priority = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
@@ -1369,7 +1370,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1381,7 +1382,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1438,7 +1439,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1454,7 +1455,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1466,7 +1467,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1528,7 +1529,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.annotations = UNSET
         inst.uri = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1554,7 +1555,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1566,7 +1567,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1633,7 +1634,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1649,7 +1650,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1661,7 +1662,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1728,7 +1729,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = UNSET
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1787,7 +1788,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1799,7 +1800,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = _NO_EXTRA if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1876,7 +1877,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1891,7 +1892,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1903,7 +1904,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1963,7 +1964,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1978,7 +1979,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1990,7 +1991,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -2041,7 +2042,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -2057,7 +2058,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2069,7 +2070,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -2124,7 +2125,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2136,7 +2137,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2191,7 +2192,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
@@ -2206,7 +2207,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2218,7 +2219,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2275,7 +2276,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2287,7 +2288,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2339,7 +2340,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -2357,7 +2358,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2369,7 +2370,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2439,7 +2440,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2451,7 +2452,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2514,7 +2515,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = UNSET
         inst.output_byte_limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
@@ -2588,7 +2589,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2600,7 +2601,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2678,7 +2679,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2690,7 +2691,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2745,7 +2746,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2757,7 +2758,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2812,7 +2813,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2824,7 +2825,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2883,7 +2884,7 @@ def _d_WaitForTerminalExitRequest(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2895,7 +2896,9 @@ def _d_WaitForTerminalExitRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    )
     return inst
 
 
@@ -2950,7 +2953,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2962,7 +2965,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -3053,7 +3056,9 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    )
     return inst
 
 
@@ -3177,7 +3182,9 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    )
     return inst
 
 
@@ -3254,7 +3261,7 @@ def _d_ElicitationSessionScope(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -3266,7 +3273,7 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3312,7 +3319,9 @@ def _d_ElicitationRequestScope(
         _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    )
     return inst
 
 
@@ -3352,7 +3361,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = UNSET
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
     v = obj.get("type", _MISSING)
@@ -3410,7 +3419,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -3423,7 +3432,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3511,7 +3520,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -3526,7 +3535,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3538,7 +3547,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3610,7 +3619,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = UNSET
         inst.one_of = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3717,7 +3726,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3729,7 +3738,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3833,7 +3842,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3891,7 +3900,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3903,7 +3912,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3980,7 +3989,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4038,7 +4047,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4050,7 +4059,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4125,7 +4134,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4160,7 +4169,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4172,7 +4181,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4243,7 +4252,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4255,7 +4264,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4310,7 +4319,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4322,7 +4331,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4383,7 +4392,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4453,7 +4462,7 @@ def _d_MultiSelectPropertySchema(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4465,7 +4474,9 @@ def _d_MultiSelectPropertySchema(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    )
     return inst
 
 
@@ -4568,7 +4579,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4654,7 +4665,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4709,7 +4720,7 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4721,7 +4732,7 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4783,7 +4794,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
@@ -4798,7 +4809,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4810,7 +4821,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_MessageMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_MessageMcpRequest, path, ctx)
     return inst
 
 
@@ -4870,7 +4881,7 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4882,7 +4893,7 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4934,7 +4945,9 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -4977,7 +4990,9 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    )
     return inst
 
 
@@ -5016,7 +5031,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.audio = False
         inst.embedded_context = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
     v = obj.get("image", _MISSING)
@@ -5049,7 +5064,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5062,7 +5077,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5135,7 +5150,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.sse = False
         inst.acp = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["http", "sse", "acp"])
         return inst
     v = obj.get("http", _MISSING)
@@ -5168,7 +5183,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5181,7 +5196,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5247,7 +5262,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.resume = UNSET
         inst.close = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("list", _MISSING)
     if v is _MISSING:
@@ -5322,7 +5337,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5334,7 +5349,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5432,7 +5447,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.logout = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
@@ -5448,7 +5463,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5460,7 +5475,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -5527,7 +5542,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.nes = UNSET
         inst.position_encoding = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
@@ -5634,7 +5649,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5647,7 +5662,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5780,7 +5795,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.auth_methods = []
         inst.agent_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
     v = obj.get("agentCapabilities", _MISSING)
@@ -5859,7 +5874,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5872,7 +5887,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5961,7 +5976,7 @@ def _d_SessionListCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5973,7 +5988,7 @@ def _d_SessionListCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -6014,7 +6029,7 @@ def _d_SessionDeleteCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6026,7 +6041,9 @@ def _d_SessionDeleteCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6067,7 +6084,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6080,7 +6097,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        _NO_EXTRA
+        if n == 1
+        else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -6127,7 +6146,7 @@ def _d_SessionForkCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6139,7 +6158,7 @@ def _d_SessionForkCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
     return inst
 
 
@@ -6186,7 +6205,7 @@ def _d_SessionResumeCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6198,7 +6217,9 @@ def _d_SessionResumeCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6239,7 +6260,7 @@ def _d_SessionCloseCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6251,7 +6272,7 @@ def _d_SessionCloseCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -6290,7 +6311,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6302,7 +6323,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -6341,7 +6362,7 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6353,7 +6374,7 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
     return inst
 
 
@@ -6400,7 +6421,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.events = UNSET
         inst.context = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("events", _MISSING)
     if v is _MISSING:
@@ -6427,7 +6448,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6439,7 +6460,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesCapabilities, path, ctx)
     return inst
 
 
@@ -6487,7 +6508,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.document = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("document", _MISSING)
     if v is _MISSING:
@@ -6503,7 +6524,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6515,7 +6536,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesEventCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesEventCapabilities, path, ctx)
     return inst
 
 
@@ -6567,7 +6588,7 @@ def _d_NesDocumentEventCapabilities(
         inst.did_save = UNSET
         inst.did_focus = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("didOpen", _MISSING)
     if v is _MISSING:
@@ -6627,7 +6648,7 @@ def _d_NesDocumentEventCapabilities(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6639,7 +6660,9 @@ def _d_NesDocumentEventCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6700,7 +6723,7 @@ def _d_NesDocumentDidOpenCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6712,7 +6735,9 @@ def _d_NesDocumentDidOpenCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6760,7 +6785,7 @@ def _d_NesDocumentDidChangeCapabilities(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6773,7 +6798,7 @@ def _d_NesDocumentDidChangeCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
     )
     return inst
 
@@ -6817,7 +6842,7 @@ def _d_NesDocumentDidCloseCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6829,7 +6854,9 @@ def _d_NesDocumentDidCloseCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6870,7 +6897,7 @@ def _d_NesDocumentDidSaveCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6882,7 +6909,9 @@ def _d_NesDocumentDidSaveCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6923,7 +6952,7 @@ def _d_NesDocumentDidFocusCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6935,7 +6964,9 @@ def _d_NesDocumentDidFocusCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6990,7 +7021,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.open_files = UNSET
         inst.diagnostics = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("recentFiles", _MISSING)
     if v is _MISSING:
@@ -7063,7 +7094,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7075,7 +7106,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_NesContextCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_NesContextCapabilities, path, ctx)
     return inst
 
 
@@ -7141,7 +7172,7 @@ def _d_NesRecentFilesCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7159,7 +7190,7 @@ def _d_NesRecentFilesCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7171,7 +7202,9 @@ def _d_NesRecentFilesCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7216,7 +7249,7 @@ def _d_NesRelatedSnippetsCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7228,7 +7261,9 @@ def _d_NesRelatedSnippetsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7270,7 +7305,7 @@ def _d_NesEditHistoryCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7288,7 +7323,7 @@ def _d_NesEditHistoryCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7300,7 +7335,9 @@ def _d_NesEditHistoryCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7346,7 +7383,7 @@ def _d_NesUserActionsCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7364,7 +7401,7 @@ def _d_NesUserActionsCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7376,7 +7413,9 @@ def _d_NesUserActionsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7421,7 +7460,7 @@ def _d_NesOpenFilesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7433,7 +7472,7 @@ def _d_NesOpenFilesCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
     return inst
 
 
@@ -7474,7 +7513,7 @@ def _d_NesDiagnosticsCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7486,7 +7525,9 @@ def _d_NesDiagnosticsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7544,7 +7585,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -7591,7 +7632,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7603,7 +7644,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -7679,7 +7720,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -7694,7 +7735,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7706,7 +7747,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -7768,7 +7809,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -7783,7 +7824,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7795,7 +7836,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -7847,7 +7888,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7859,7 +7900,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -7909,7 +7950,7 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7921,7 +7962,7 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ListProvidersResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ListProvidersResponse, path, ctx)
     return inst
 
 
@@ -8010,7 +8051,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.current = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("current", _MISSING)
     if v is _MISSING:
@@ -8023,7 +8064,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8035,7 +8076,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ProviderInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ProviderInfo, path, ctx)
     return inst
 
 
@@ -8108,7 +8149,7 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8120,7 +8161,7 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
     return inst
 
 
@@ -8167,7 +8208,7 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8179,7 +8220,7 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetProviderResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SetProviderResponse, path, ctx)
     return inst
 
 
@@ -8224,7 +8265,7 @@ def _d_DisableProviderResponse(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8236,7 +8277,7 @@ def _d_DisableProviderResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DisableProviderResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DisableProviderResponse, path, ctx)
     return inst
 
 
@@ -8279,7 +8320,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8291,7 +8332,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -8339,7 +8380,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -8389,7 +8430,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8401,7 +8442,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -8484,7 +8525,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8496,7 +8537,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -8555,7 +8596,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8570,7 +8611,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8582,7 +8623,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -8661,7 +8702,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8686,7 +8727,7 @@ def _d_SessionConfigOptionSelect(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8698,7 +8739,9 @@ def _d_SessionConfigOptionSelect(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
@@ -8785,7 +8828,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8810,7 +8853,7 @@ def _d_SessionConfigOptionBoolean(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8822,7 +8865,9 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    )
     return inst
 
 
@@ -8900,7 +8945,7 @@ def _d_SessionConfigSelectOption(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8915,7 +8960,7 @@ def _d_SessionConfigSelectOption(
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8927,7 +8972,9 @@ def _d_SessionConfigSelectOption(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    )
     return inst
 
 
@@ -9012,7 +9059,7 @@ def _d_SessionConfigSelectGroup(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9024,7 +9071,7 @@ def _d_SessionConfigSelectGroup(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -9080,7 +9127,9 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    )
     return inst
 
 
@@ -9120,7 +9169,9 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    )
     return inst
 
 
@@ -9153,7 +9204,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9203,7 +9254,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9215,7 +9266,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -9285,7 +9336,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
@@ -9300,7 +9351,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9312,7 +9363,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -9375,7 +9426,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -9429,7 +9480,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9441,7 +9492,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -9498,7 +9549,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9510,7 +9561,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -9558,7 +9609,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9608,7 +9659,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9620,7 +9671,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ForkSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ForkSessionResponse, path, ctx)
     return inst
 
 
@@ -9677,7 +9728,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9727,7 +9778,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9739,7 +9790,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -9786,7 +9837,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9798,7 +9849,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -9835,7 +9886,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9847,7 +9898,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -9917,7 +9968,7 @@ def _d_SetSessionConfigOptionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9929,7 +9980,9 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    )
     return inst
 
 
@@ -9976,7 +10029,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.usage = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("usage", _MISSING)
     if v is _MISSING:
@@ -9992,7 +10045,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10004,7 +10057,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -10088,7 +10141,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_read_tokens = UNSET
         inst.cached_write_tokens = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("thoughtTokens", _MISSING)
     if v.__class__ is int:
@@ -10132,7 +10185,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10144,7 +10197,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_Usage, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_Usage, path, ctx)
     return inst
 
 
@@ -10216,7 +10269,7 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10228,7 +10281,7 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StartNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StartNesResponse, path, ctx)
     return inst
 
 
@@ -10289,7 +10342,7 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10301,7 +10354,7 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SuggestNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SuggestNesResponse, path, ctx)
     return inst
 
 
@@ -10354,7 +10407,7 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10366,7 +10419,7 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesTextEdit, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesTextEdit, path, ctx)
     return inst
 
 
@@ -10419,7 +10472,7 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10431,7 +10484,7 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Range, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Range, path, ctx)
     return inst
 
 
@@ -10488,7 +10541,7 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10500,7 +10553,7 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Position, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Position, path, ctx)
     return inst
 
 
@@ -10575,7 +10628,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cursor_position = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cursorPosition", _MISSING)
     if v is _MISSING:
@@ -10591,7 +10644,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10603,7 +10656,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesEditSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesEditSuggestion, path, ctx)
     return inst
 
 
@@ -10677,7 +10730,7 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
     if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10689,7 +10742,7 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
     return inst
 
 
@@ -10768,7 +10821,7 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
     if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10780,7 +10833,7 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
     return inst
 
 
@@ -10867,7 +10920,7 @@ def _d_NesSearchAndReplaceSuggestion(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.is_regex = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("isRegex", _MISSING)
     if v.__class__ is bool:
@@ -10882,7 +10935,7 @@ def _d_NesSearchAndReplaceSuggestion(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10894,7 +10947,9 @@ def _d_NesSearchAndReplaceSuggestion(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
+    )
     return inst
 
 
@@ -10954,7 +11009,7 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10966,7 +11021,7 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseNesResponse, path, ctx)
     return inst
 
 
@@ -11019,7 +11074,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
@@ -11027,7 +11082,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -11080,7 +11135,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -11090,7 +11145,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -11143,7 +11198,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11155,7 +11210,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -11217,7 +11272,7 @@ def _d_SessionUpdateUserMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11232,7 +11287,7 @@ def _d_SessionUpdateUserMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11244,7 +11299,9 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -11309,7 +11366,7 @@ def _d_SessionUpdateAgentMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11324,7 +11381,7 @@ def _d_SessionUpdateAgentMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11336,7 +11393,9 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -11401,7 +11460,7 @@ def _d_SessionUpdateAgentThoughtChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11416,7 +11475,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11428,7 +11487,9 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    )
     return inst
 
 
@@ -11508,7 +11569,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -11622,7 +11683,7 @@ def _d_SessionUpdateToolCallUpdate(
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11634,7 +11695,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 10 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    )
     return inst
 
 
@@ -11727,7 +11790,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11742,7 +11805,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11754,7 +11817,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -11835,7 +11898,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
@@ -11931,7 +11994,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11943,7 +12006,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -12052,7 +12115,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12064,7 +12127,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -12135,7 +12198,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12147,7 +12210,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -12225,7 +12288,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12237,7 +12300,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -12306,7 +12369,7 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12318,7 +12381,7 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanFile, path, ctx)
     return inst
 
 
@@ -12380,7 +12443,7 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12392,7 +12455,7 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanMarkdown, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanMarkdown, path, ctx)
     return inst
 
 
@@ -12451,7 +12514,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12463,7 +12526,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -12516,7 +12579,7 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12528,7 +12591,7 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanRemoved, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PlanRemoved, path, ctx)
     return inst
 
 
@@ -12589,7 +12652,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
@@ -12605,7 +12668,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12617,7 +12680,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -12671,7 +12734,7 @@ def _d_UnstructuredCommandInput(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12683,7 +12746,7 @@ def _d_UnstructuredCommandInput(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -12750,7 +12813,7 @@ def _d_AvailableCommandsUpdate(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12762,7 +12825,7 @@ def _d_AvailableCommandsUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -12814,7 +12877,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12826,7 +12889,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -12906,7 +12969,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12918,7 +12981,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -12967,7 +13030,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -12992,7 +13055,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13004,7 +13067,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -13069,7 +13132,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13081,7 +13144,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -13139,7 +13202,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
@@ -13155,7 +13218,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13167,7 +13230,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -13231,7 +13294,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.summary = UNSET
         inst.error = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("summary", _MISSING)
     if v.__class__ is list:
@@ -13278,7 +13341,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13290,7 +13353,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_CompactionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_CompactionUpdate, path, ctx)
     return inst
 
 
@@ -13376,7 +13439,7 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13388,7 +13451,7 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
     return inst
 
 
@@ -13450,7 +13513,7 @@ def _d_CompleteElicitationNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13462,7 +13525,9 @@ def _d_CompleteElicitationNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
@@ -13520,7 +13585,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
@@ -13535,7 +13600,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13547,7 +13612,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_MessageMcpNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_MessageMcpNotification, path, ctx)
     return inst
 
 
@@ -13615,7 +13680,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -13625,7 +13690,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -13667,7 +13732,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.read_text_file = False
         inst.write_text_file = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
     v = obj.get("readTextFile", _MISSING)
@@ -13691,7 +13756,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13704,7 +13769,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13759,7 +13824,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
     v = obj.get("terminal", _MISSING)
@@ -13774,7 +13839,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13787,7 +13852,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13862,7 +13927,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.nes = UNSET
         inst.position_encodings = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
     v = obj.get("fs", _MISSING)
@@ -13982,7 +14047,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13995,7 +14060,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14124,7 +14189,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         )
         inst.client_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
     v = obj.get("clientCapabilities", _MISSING)
@@ -14164,7 +14229,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -14177,7 +14242,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14255,7 +14320,7 @@ def _d_ClientSessionCapabilities(
         inst.compaction = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("compaction", _MISSING)
     if v is _MISSING:
@@ -14284,7 +14349,7 @@ def _d_ClientSessionCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14296,7 +14361,9 @@ def _d_ClientSessionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14346,7 +14413,9 @@ def _d_CompactionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionCapabilities)
-    inst.extra = {} if len(obj) == 0 else _extra_fields(obj, _K_CompactionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 0 else _extra_fields(obj, _K_CompactionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14384,7 +14453,7 @@ def _d_SessionConfigOptionsCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.boolean = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
@@ -14400,7 +14469,7 @@ def _d_SessionConfigOptionsCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14413,7 +14482,7 @@ def _d_SessionConfigOptionsCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -14462,7 +14531,7 @@ def _d_BooleanConfigOptionCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14474,7 +14543,9 @@ def _d_BooleanConfigOptionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14513,7 +14584,7 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14525,7 +14596,7 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PlanCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PlanCapabilities, path, ctx)
     return inst
 
 
@@ -14572,7 +14643,7 @@ def _d_ElicitationCapabilities(
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
@@ -14599,7 +14670,7 @@ def _d_ElicitationCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14611,7 +14682,7 @@ def _d_ElicitationCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -14666,7 +14737,7 @@ def _d_ElicitationFormCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14678,7 +14749,9 @@ def _d_ElicitationFormCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14721,7 +14794,7 @@ def _d_ElicitationUrlCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14733,7 +14806,9 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14779,7 +14854,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.rename = UNSET
         inst.search_and_replace = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("jump", _MISSING)
     if v is _MISSING:
@@ -14819,7 +14894,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14831,7 +14906,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
     return inst
 
 
@@ -14882,7 +14957,7 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14894,7 +14969,7 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
     return inst
 
 
@@ -14933,7 +15008,7 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14945,7 +15020,7 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
     return inst
 
 
@@ -14986,7 +15061,7 @@ def _d_NesSearchAndReplaceCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14998,7 +15073,9 @@ def _d_NesSearchAndReplaceCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -15044,7 +15121,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15056,7 +15133,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -15098,7 +15175,7 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15110,7 +15187,7 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ListProvidersRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ListProvidersRequest, path, ctx)
     return inst
 
 
@@ -15177,7 +15254,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
@@ -15188,7 +15265,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15200,7 +15277,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_SetProviderRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_SetProviderRequest, path, ctx)
     return inst
 
 
@@ -15267,7 +15344,7 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15279,7 +15356,7 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DisableProviderRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DisableProviderRequest, path, ctx)
     return inst
 
 
@@ -15324,7 +15401,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15336,7 +15413,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -15414,7 +15491,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -15448,7 +15525,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15460,7 +15537,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -15526,7 +15603,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15538,7 +15615,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -15606,7 +15683,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15618,7 +15695,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -15694,7 +15771,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15706,7 +15783,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -15769,7 +15846,7 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15781,7 +15858,7 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpServerAcp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_McpServerAcp, path, ctx)
     return inst
 
 
@@ -15875,7 +15952,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15887,7 +15964,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -15983,7 +16060,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16017,7 +16094,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16029,7 +16106,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -16092,7 +16169,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
@@ -16117,7 +16194,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16129,7 +16206,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -16183,7 +16260,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16195,7 +16272,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -16254,7 +16331,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16318,7 +16395,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16330,7 +16407,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ForkSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ForkSessionRequest, path, ctx)
     return inst
 
 
@@ -16412,7 +16489,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16476,7 +16553,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16488,7 +16565,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -16554,7 +16631,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16566,7 +16643,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -16625,7 +16702,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16637,7 +16714,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -16703,7 +16780,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16716,7 +16793,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -16793,7 +16872,7 @@ def _d_SetSessionConfigOptionRequestValueId(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16806,7 +16885,9 @@ def _d_SetSessionConfigOptionRequestValueId(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -16885,7 +16966,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16897,7 +16978,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -16960,7 +17041,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.workspace_folders = UNSET
         inst.repository = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("workspaceUri", _MISSING)
     if v.__class__ is str:
@@ -17002,7 +17083,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17014,7 +17095,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_StartNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_StartNesRequest, path, ctx)
     return inst
 
 
@@ -17079,7 +17160,7 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17091,7 +17172,7 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WorkspaceFolder, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WorkspaceFolder, path, ctx)
     return inst
 
 
@@ -17155,7 +17236,7 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17167,7 +17248,7 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesRepository, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesRepository, path, ctx)
     return inst
 
 
@@ -17249,7 +17330,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.selection = UNSET
         inst.context = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("selection", _MISSING)
     if v is _MISSING:
@@ -17270,7 +17351,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17282,7 +17363,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _extra_fields(obj, _K_SuggestNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 8 else _extra_fields(obj, _K_SuggestNesRequest, path, ctx)
     return inst
 
 
@@ -17361,7 +17442,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.open_files = UNSET
         inst.diagnostics = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("recentFiles", _MISSING)
     if v.__class__ is list:
@@ -17462,7 +17543,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17474,7 +17555,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_NesSuggestContext, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_NesSuggestContext, path, ctx)
     return inst
 
 
@@ -17558,7 +17639,7 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17570,7 +17651,7 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesRecentFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesRecentFile, path, ctx)
     return inst
 
 
@@ -17635,7 +17716,7 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17647,7 +17728,7 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
     return inst
 
 
@@ -17711,7 +17792,7 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17723,7 +17804,7 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesExcerpt, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesExcerpt, path, ctx)
     return inst
 
 
@@ -17782,7 +17863,7 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17794,7 +17875,7 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
     return inst
 
 
@@ -17865,7 +17946,7 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17877,7 +17958,7 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesUserAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesUserAction, path, ctx)
     return inst
 
 
@@ -17947,7 +18028,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.visible_range = UNSET
         inst.last_focused_ms = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("visibleRange", _MISSING)
     if v is _MISSING:
@@ -17976,7 +18057,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17988,7 +18069,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesOpenFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesOpenFile, path, ctx)
     return inst
 
 
@@ -18067,7 +18148,7 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18079,7 +18160,7 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesDiagnostic, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesDiagnostic, path, ctx)
     return inst
 
 
@@ -18138,7 +18219,7 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18150,7 +18231,7 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseNesRequest, path, ctx)
     return inst
 
 
@@ -18201,7 +18282,9 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -18244,7 +18327,9 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    )
     return inst
 
 
@@ -18277,7 +18362,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18289,7 +18374,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -18333,7 +18418,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18345,7 +18430,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -18397,7 +18482,7 @@ def _d_RequestPermissionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18409,7 +18494,9 @@ def _d_RequestPermissionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    )
     return inst
 
 
@@ -18448,7 +18535,7 @@ def _d_RequestPermissionOutcomeCancelled(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("outcome" in obj) == 0
         else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
@@ -18499,7 +18586,7 @@ def _d_SelectedPermissionOutcome(
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18511,7 +18598,9 @@ def _d_SelectedPermissionOutcome(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    )
     return inst
 
 
@@ -18560,7 +18649,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18572,7 +18661,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -18628,7 +18717,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
@@ -18644,7 +18733,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18656,7 +18745,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -18703,7 +18792,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -18731,7 +18820,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18743,7 +18832,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -18790,7 +18879,7 @@ def _d_ReleaseTerminalResponse(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18802,7 +18891,7 @@ def _d_ReleaseTerminalResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -18843,7 +18932,7 @@ def _d_WaitForTerminalExitResponse(
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -18871,7 +18960,7 @@ def _d_WaitForTerminalExitResponse(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18883,7 +18972,9 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    )
     return inst
 
 
@@ -18928,7 +19019,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18940,7 +19031,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -18982,7 +19073,7 @@ def _d_CreateElicitationResponseAccept(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18997,7 +19088,7 @@ def _d_CreateElicitationResponseAccept(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -19007,7 +19098,9 @@ def _d_CreateElicitationResponseAccept(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    )
     return inst
 
 
@@ -19059,7 +19152,7 @@ def _d_CreateElicitationResponseDecline(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19072,7 +19165,7 @@ def _d_CreateElicitationResponseDecline(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -19117,7 +19210,7 @@ def _d_CreateElicitationResponseCancel(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19129,7 +19222,9 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    )
     return inst
 
 
@@ -19173,7 +19268,7 @@ def _d_ElicitationAcceptAction(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -19183,7 +19278,7 @@ def _d_ElicitationAcceptAction(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -19227,7 +19322,7 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19239,7 +19334,7 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19284,7 +19379,7 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19296,7 +19391,7 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19346,7 +19441,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -19356,7 +19451,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -19398,7 +19493,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19410,7 +19505,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -19491,7 +19586,7 @@ def _d_DidOpenDocumentNotification(
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19503,7 +19598,9 @@ def _d_DidOpenDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19607,7 +19704,7 @@ def _d_DidChangeDocumentNotification(
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19619,7 +19716,9 @@ def _d_DidChangeDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 5 else _extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19681,7 +19780,7 @@ def _d_TextDocumentContentChangeEvent(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.range = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("range", _MISSING)
     if v is _MISSING:
@@ -19694,7 +19793,7 @@ def _d_TextDocumentContentChangeEvent(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19706,7 +19805,9 @@ def _d_TextDocumentContentChangeEvent(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
+    )
     return inst
 
 
@@ -19770,7 +19871,7 @@ def _d_DidCloseDocumentNotification(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19782,7 +19883,9 @@ def _d_DidCloseDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19841,7 +19944,7 @@ def _d_DidSaveDocumentNotification(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19853,7 +19956,9 @@ def _d_DidSaveDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19931,7 +20036,7 @@ def _d_DidFocusDocumentNotification(
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19943,7 +20048,9 @@ def _d_DidFocusDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -20012,7 +20119,7 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20024,7 +20131,7 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AcceptNesNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AcceptNesNotification, path, ctx)
     return inst
 
 
@@ -20082,7 +20189,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.reason = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("reason", _MISSING)
     if v.__class__ is str and v in _NesRejectReason_VALUES:
@@ -20097,7 +20204,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20109,7 +20216,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RejectNesNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_RejectNesNotification, path, ctx)
     return inst
 
 
@@ -20163,7 +20270,7 @@ def _d_CancelRequestNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20175,7 +20282,9 @@ def _d_CancelRequestNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    )
     return inst
 
 
