@@ -14,6 +14,7 @@ from typing import Literal
 
 from . import __version__
 from .build_helpers import plan_builders
+from .build_keywords import with_keyword_unions
 from .build_methods import Evidence, Kind, Leaf, by_naming, gather, stem, suffix_of
 from .build_types import TypeBuilder
 from .classmodel import build_class_model
@@ -58,7 +59,7 @@ def build_api(schema: LoadedSchema) -> Api:
     definitions = types.build()
     methods = _methods(schema, types, definitions)
     # Result types made for inline response variants join the definitions.
-    definitions = tuple(types.out.values())
+    definitions = with_keyword_unions(tuple(types.out.values()))
     check_invariants(schema, definitions, methods)
     return Api(schema, definitions, methods, plan_builders(definitions, methods))
 

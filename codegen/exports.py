@@ -23,7 +23,7 @@ _COMMON_EXPORTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("dispatch", ("Dispatcher", "RequestError")),
     ("methods", ("METHODS", "PROTOCOL_VERSION", "MethodSpec")),
 )
-_TYPES_EXPORTS = ("UNSET", "DecodeContext", "DecodeError", "LenientWarning", "Unset")
+_TYPES_EXPORTS = ("UNSET", "DecodeContext", "DecodeError", "LenientWarning", "Unset", "or_none")
 _MODULES = ("contrib", "helpers", "types")  # `from . import ...`
 _CONSTANTS = ("SCHEMA_RELEASE", "SCHEMA_SHA256", "GENERATOR_VERSION")  # defined in `__init__` itself
 

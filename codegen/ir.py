@@ -218,6 +218,27 @@ class ObjectDispatch:
 
 
 @dataclass(frozen=True)
+class PickedVariant:
+    """A variant of a `KeywordUnion`, and what its picking field's value is an instance of."""
+
+    cls: str
+    """The variant's class."""
+    checks: tuple[str, ...]
+    """The Python classes (`bool`, `str`, `int`, `float`) a value picking this variant is an instance of."""
+
+
+@dataclass(frozen=True)
+class KeywordUnion:
+    """A union the proxy takes as keywords: its object variants have the same fields but one,
+    whose value's Python type picks the variant (`value`: a bool or a string)."""
+
+    field: str
+    """The Python name of the picking field."""
+    variants: tuple[PickedVariant, ...]
+    """The variants, in the order their checks are tried."""
+
+
+@dataclass(frozen=True)
 class UnionDef:
     """A `oneOf`/`anyOf` -> a type alias over its variants plus `decode_<Name>`/`encode_<Name>`."""
 
@@ -235,6 +256,8 @@ class UnionDef:
     scalars: tuple[Variant, ...]  # routed by JSON type
     unstable: bool
     """Only in the unstable schema (`--unstable`)."""
+    keywords: KeywordUnion | None = None
+    """Set when one field's value picks the variant: the proxy then takes the fields as keywords."""
     kind: Literal["union"] = "union"
     """Always "union"."""
 

@@ -40,7 +40,7 @@ from .ir import (
 )
 from .pagers import find_pagers
 from .render_decode import DecodePlanner
-from .render_types import keyword_params
+from .render_types import keyword_params, keyword_union
 from .sdk_builders import SDK_ORDER
 from .templates import CustomTemplates, blame, loader, render_error, runtime_source
 
@@ -282,6 +282,7 @@ def environment(renderer: Renderer, custom: CustomTemplates | None = None) -> ji
         builder_expr=renderer.builder_expr,
     )
     env.filters["keyword_params"] = functools.partial(keyword_params, renderer)
+    env.filters["keyword_union"] = functools.partial(keyword_union, renderer)
     env.tests.update(mutable_default=renderer.is_mutable_default)
     return env
 

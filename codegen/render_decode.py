@@ -94,7 +94,7 @@ class ObjectPlan:
 # in every package (the absent-key sentinel, the constructor bypassing __init__).
 _SERDE_ALWAYS = {
     **{n: n for n in ("UNSET", "DecodeContext", "DecodeError", "JsonObject", "LenientWarning", "PathT", "Unset")},
-    **{n: n for n in ("Wire", "dumps", "format_path", "loads")},
+    **{n: n for n in ("Wire", "dumps", "format_path", "loads", "or_none")},
     "MISSING": serde_alias("MISSING"),
     "new": serde_alias("new"),
 }
@@ -260,7 +260,7 @@ class DecodePlanner(TypeView):
         defs = self.pkg.definitions
         objects = [d for d in defs if isinstance(d, ObjectDef)]
         if objects:  # every object decoder and class (types.py.jinja)
-            self.used |= {"is_object", "fail", "extra_fields", "extra_field", "merge_extra"}
+            self.used |= {"is_object", "fail", "extra_fields", "extra_field", "merge_extra", "NO_EXTRA"}
         for o in objects:
             for index, f in enumerate(o.fields, 1):
                 plan = self.plan(f, index)

@@ -15,6 +15,7 @@ from .ir import (
     DefaultScalar,
     Definition,
     EnumDef,
+    KeywordUnion,
     ListOf,
     LiteralOf,
     MapOf,
@@ -157,14 +158,26 @@ class KeywordParam:
 
 
 def keyword_params(view: TypeView, params: str) -> list[KeywordParam] | None:
-    """The keyword form of a proxy method taking `params`; None when params is not one object
-    (a union: the caller passes one of its variant objects)."""
+    """The keyword form of a proxy method taking `params`; None when params is a union no field
+    picks the variant of (the caller passes one of its variant objects). For a union with
+    `keywords`, the fields of its variants, the picking one typed as any of theirs."""
     d = view.defs.get(params)
+    picker: str | None = None
+    hints: dict[str, str] = {}  # the picking field: each variant's hint, joined
+    if isinstance(d, UnionDef) and d.keywords is not None:
+        picker = d.keywords.field
+        variants = [view.defs[v.cls] for v in d.keywords.variants]
+        for v in variants:
+            assert isinstance(v, ObjectDef)
+            f = next(f for f in v.fields if f.py == picker)
+            hints[view.hint(f.type, qualified=True)] = ""
+        d = variants[0]
     if not isinstance(d, ObjectDef):
         return None
     out: list[KeywordParam] = []
     for f in d.fields:
-        hint = view.hint(f.type, qualified=True) + (" | None" if f.nullable else "")
+        hint = view.hint(f.type, qualified=True) if f.py != picker else " | ".join(hints)
+        hint += " | None" if f.nullable else ""
         default: str | None = None
         if f.default is not None:
             default = "..." if view.is_mutable_default(f.default) else view.default(f.default)
@@ -172,3 +185,9 @@ def keyword_params(view: TypeView, params: str) -> list[KeywordParam] | None:
             hint, default = hint + " | types.Unset", "types.UNSET"
         out.append(KeywordParam(f.py, hint, default))
     return out
+
+
+def keyword_union(view: TypeView, params: str) -> KeywordUnion | None:
+    """How the keyword form of a proxy method taking union `params` picks the variant."""
+    d = view.defs.get(params)
+    return d.keywords if isinstance(d, UnionDef) else None

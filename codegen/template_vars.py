@@ -90,7 +90,10 @@ FILTERS = {
     "the template already wrote lines of the docstring",
     "keyword_params": "a proxy method's keyword form for the params type named `params`: one `KeywordParam` "
     "(`name`, `hint` spelled through `types.`, `default`: None when required, `...` for a mutable default) per "
-    "field; None when the params type is a union (object form only)",
+    "field; None when the params type is a union no field picks the variant of (object form only)",
+    "keyword_union": "how a proxy's keyword form picks the variant of the union params type named `params`: a "
+    "`KeywordUnion` (`field`, the picking field's Python name; `variants`, each `cls` with the `checks` its "
+    "value must pass, tried in order), or None",
 }
 FILTERS["param_hint"] = (
     "a `BuilderParam`'s annotation as helpers.py spells it: `Iterable[item]` when `iterable`, plus `| None` "

@@ -54,6 +54,8 @@ async def calls(agent: AgentProxy) -> list[object]:
     out.append(await agent.session_new(cwd="/", mcp_servers=[], timeout=3))
     option = types.SetSessionConfigOptionRequestBoolean(session_id="s", config_id="c", value=True)
     out.append(await agent.session_set_config_option(option, timeout=2.0))
+    out.append(await agent.session_set_config_option(session_id="s", config_id="c", value=True))
+    out.append(await agent.session_set_config_option(session_id="s", config_id="c", value="v", timeout=1.0))
     await agent.session_cancel(session_id="s")
     await agent.session_cancel(types.CancelNotification(session_id="s"))
     reply: types.PromptResponse = await agent.session_prompt(session_id="s", prompt=[])
@@ -66,7 +68,7 @@ async def calls(agent: AgentProxy) -> list[object]:
     out.append(await agent.session_prompt(types.CancelNotification(session_id="s")))  # error: wrong object
     out.append(await agent.session_prompt(session_id="s", prompt=[], timeout="soon"))  # error: timeout type
     await agent.session_cancel(session_id="s", timeout=1.0)  # error: notifications take no timeout
-    out.append(await agent.session_set_config_option(session_id="s", config_id="c", value=True))  # error: union
+    out.append(await agent.session_set_config_option(session_id="s", config_id="c", value=3))  # error: bool | str
     wrong: types.NewSessionResponse = await agent.session_prompt(session_id="s", prompt=[])  # error: result type
     out.append(wrong)
     return out

@@ -611,3 +611,46 @@ def test_elicitation_request_needs_a_scope(mode: str) -> None:
     assert METHODS["elicitation/create"].decode_params({**wire, "requestId": 7}, strict())
     with pytest.raises(types.DecodeError):
         METHODS["elicitation/create"].decode_params(wire, strict())
+
+
+# -- the shared empty `extra` of decoded objects (issue 31 §2: fewer allocations per object) ----
+
+
+def test_decoded_objects_without_unknown_fields_share_one_read_only_extra() -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    first = T.TextContent.from_dict({"type": "text", "text": "a"})
+    second = T.TextContent.from_dict({"type": "text", "text": "b", "_meta": {"k": 1}})
+    assert first.extra is second.extra and first.extra == {} and not first.extra
+    for mutate in (
+        lambda e: e.__setitem__("k", 1),
+        lambda e: e.update(k=1),
+        lambda e: e.update({"k": 1}),
+        lambda e: e.setdefault("k", 1),
+        lambda e: e.__ior__({"k": 1}),
+    ):
+        with pytest.raises(TypeError, match="assign a dict of your own"):
+            mutate(first.extra)
+    # What leaves an empty dict empty behaves as on any empty dict.
+    assert first.extra.pop("k", None) is None and first.extra.get("k") is None
+    first.extra.update({})
+    first.extra.clear()
+    for missing in (lambda e: e.pop("k"), lambda e: e.popitem(), lambda e: e.__delitem__("k")):
+        with pytest.raises(KeyError):
+            missing(first.extra)
+    assert first.extra == {}
+    first.extra = {"futureField": 1}  # the way to add fields: a dict of its own
+    assert first.to_dict() == {"type": "text", "text": "a", "futureField": 1} and second.extra == {}
+    # Built, copied, pickled or compared, it behaves as the empty dict it stands for.
+    assert second == T.TextContent(text="b", meta={"k": 1})
+    built = T.TextContent(text="c")
+    built.extra["k"] = 1  # a constructed object's extra is its own, as before
+    assert dataclasses.replace(second, text="d").to_dict() == {"type": "text", "text": "d", "_meta": {"k": 1}}
+    assert copy.deepcopy(second) == second and pickle.loads(pickle.dumps(second)) == second
+    assert json.loads(second.to_json()) == {"type": "text", "text": "b", "_meta": {"k": 1}}
+    # With unknown fields, an object keeps them in a dict of its own.
+    third = T.TextContent.from_dict({"type": "text", "text": "e", "x": 1})
+    third.extra["y"] = 2
+    assert third.to_dict() == {"type": "text", "text": "e", "x": 1, "y": 2}

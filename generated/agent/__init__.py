@@ -31,7 +31,7 @@ from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTo
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .remote import AsgiApp, AuthRequest, BearerTokens, asgi_app
-from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
+from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset, or_none
 
 SCHEMA_RELEASE: Final = "1.21.0"
 SCHEMA_SHA256: Final = "df1f4778dd1d5b21af0424acf81578a81821b1fe74bc9b62e8376ace10fa4fab"
@@ -67,5 +67,6 @@ __all__ = [
     "WireLog",
     "contrib",
     "helpers",
+    "or_none",
     "types",
 ]

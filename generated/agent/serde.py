@@ -5,8 +5,8 @@
 small checks its generated decoders call.
 
 This module is the same for every schema; `types` re-exports what users need (`UNSET`,
-`Unset`, `DecodeContext`, `DecodeError`, `LenientWarning`, `JsonObject`, `loads`, `dumps`,
-`format_path`). The other names are the generated decoders' building blocks: public here so
+`Unset`, `or_none`, `DecodeContext`, `DecodeError`, `LenientWarning`, `JsonObject`, `loads`,
+`dumps`, `format_path`). The other names are the generated decoders' building blocks: public here so
 `types` can import them, but not part of the package's documented API.
 """
 
@@ -27,6 +27,7 @@ from .jsonvalue import Unset as Unset
 from .jsonvalue import json_default as json_default
 from .jsonvalue import locate, merge_open
 from .jsonvalue import open_json as open_json
+from .jsonvalue import or_none as or_none
 
 _orjson: Any
 try:  # an optional speed-up; never required
@@ -320,6 +321,42 @@ def extra_field() -> JsonObject:
     """
     # Cast: pyright solves `dict` alone as dict[Unknown, Unknown]; the factory is still `dict`.
     return dataclasses.field(default_factory=cast("Callable[[], JsonObject]", dict))
+
+
+class _NoExtra(dict[str, Any]):
+    """The type of `NO_EXTRA`: an empty dict that refuses to change (what would leave it
+    empty anyway, such as `pop(key, default)` or `clear()`, behaves as on any empty dict)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _read_only()
+
+    def setdefault(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _read_only()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        if dict(*args, **kwargs):
+            _read_only()
+
+    def __ior__(self, other: Any) -> _NoExtra:  # type: ignore[override,misc]
+        if dict(other):
+            _read_only()
+        return self
+
+
+def _read_only() -> NoReturn:
+    raise TypeError(
+        "this object's extra is the shared empty one of decoded objects: assign a dict"
+        " of your own first (obj.extra = {...})"
+    )
+
+
+NO_EXTRA: Final[JsonObject] = _NoExtra()
+"""The `extra` of a decoded object without unknown fields, shared by all of them: a fresh
+empty dict per object was a third of the objects a large message allocates (and of the cyclic
+GC's work on it). Equal to `{}`; read-only (assign a new dict to add fields). Objects built by
+their constructor get a fresh dict, as before."""
 
 
 merge_extra: Final = merge_open  # unknown fields back into to_dict(), each as plain JSON

@@ -501,12 +501,48 @@ class AgentProxy:
         )
         return types.ResumeSessionResponse.from_dict({} if raw is None else raw, self.ctx)
 
+    @typing.overload
     async def session_set_config_option(
         self, params: types.SetSessionConfigOptionRequest, /, *, timeout: float | None = None
+    ) -> types.SetSessionConfigOptionResponse: ...
+
+    @typing.overload
+    async def session_set_config_option(
+        self,
+        /,
+        *,
+        session_id: types.SessionId,
+        config_id: types.SessionConfigId,
+        value: bool | types.SessionConfigValueId,
+        meta: types.JsonObject | None | types.Unset = types.UNSET,
+        timeout: float | None = None,
+    ) -> types.SetSessionConfigOptionResponse: ...
+
+    async def session_set_config_option(
+        self,
+        params: types.SetSessionConfigOptionRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
     ) -> types.SetSessionConfigOptionResponse:
         """`session/set_config_option` (request).
 
         Request parameters for setting a session configuration option."""
+        if params is None:
+            picked = fields.get("value")
+            if isinstance(picked, bool):
+                params = types.SetSessionConfigOptionRequestBoolean(**fields)
+            elif isinstance(picked, str):
+                params = types.SetSessionConfigOptionRequestValueId(**fields)
+            else:
+                raise TypeError(
+                    f"session_set_config_option(): value= takes a bool or str, not {type(picked).__name__}"
+                )
+        elif fields:
+            raise TypeError(
+                "session_set_config_option() takes a types.SetSessionConfigOptionRequest or its fields as keywords, not both"
+            )
         spec = METHODS[methods.SESSION_SET_CONFIG_OPTION]
         raw = await self.connection.request(
             methods.SESSION_SET_CONFIG_OPTION, spec.encode_params(params), timeout=timeout

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
+from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
@@ -48,6 +49,7 @@ from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
 from .serde import open_json as _open_json
+from .serde import or_none as or_none
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -489,7 +491,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -499,7 +501,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -559,7 +561,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -571,7 +573,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -634,7 +636,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.line = UNSET
         inst.limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -665,7 +667,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -677,7 +679,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -757,7 +759,7 @@ def _d_RequestPermissionRequest(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -769,7 +771,7 @@ def _d_RequestPermissionRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -847,7 +849,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -951,7 +953,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -963,7 +965,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1038,7 +1040,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = UNSET
         inst.priority = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
@@ -1104,7 +1106,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1116,7 +1118,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1173,7 +1175,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1189,7 +1191,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1201,7 +1203,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1263,7 +1265,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.annotations = UNSET
         inst.uri = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1289,7 +1291,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1301,7 +1303,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1368,7 +1370,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1384,7 +1386,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1396,7 +1398,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1463,7 +1465,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = UNSET
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1522,7 +1524,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1534,7 +1536,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = _NO_EXTRA if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1611,7 +1613,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1626,7 +1628,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1638,7 +1640,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1698,7 +1700,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1713,7 +1715,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1725,7 +1727,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1776,7 +1778,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1792,7 +1794,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1804,7 +1806,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1859,7 +1861,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1871,7 +1873,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -1926,7 +1928,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
@@ -1941,7 +1943,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1953,7 +1955,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2010,7 +2012,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2022,7 +2024,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2074,7 +2076,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -2092,7 +2094,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2104,7 +2106,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2174,7 +2176,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2186,7 +2188,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2249,7 +2251,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = UNSET
         inst.output_byte_limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
@@ -2323,7 +2325,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2335,7 +2337,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2413,7 +2415,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2425,7 +2427,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2480,7 +2482,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2492,7 +2494,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2547,7 +2549,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2559,7 +2561,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2618,7 +2620,7 @@ def _d_WaitForTerminalExitRequest(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2630,7 +2632,9 @@ def _d_WaitForTerminalExitRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    )
     return inst
 
 
@@ -2685,7 +2689,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2697,7 +2701,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -2788,7 +2792,9 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    )
     return inst
 
 
@@ -2912,7 +2918,9 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    )
     return inst
 
 
@@ -2989,7 +2997,7 @@ def _d_ElicitationSessionScope(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -3001,7 +3009,7 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3047,7 +3055,9 @@ def _d_ElicitationRequestScope(
         _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    )
     return inst
 
 
@@ -3087,7 +3097,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = UNSET
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
     v = obj.get("type", _MISSING)
@@ -3145,7 +3155,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -3158,7 +3168,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3246,7 +3256,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -3261,7 +3271,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3273,7 +3283,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3345,7 +3355,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = UNSET
         inst.one_of = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3452,7 +3462,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3464,7 +3474,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3568,7 +3578,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3626,7 +3636,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3638,7 +3648,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3715,7 +3725,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3773,7 +3783,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3785,7 +3795,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -3860,7 +3870,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3895,7 +3905,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3907,7 +3917,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -3978,7 +3988,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3990,7 +4000,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4045,7 +4055,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4057,7 +4067,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4118,7 +4128,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4188,7 +4198,7 @@ def _d_MultiSelectPropertySchema(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4200,7 +4210,9 @@ def _d_MultiSelectPropertySchema(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    )
     return inst
 
 
@@ -4303,7 +4315,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4389,7 +4401,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4444,7 +4456,9 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -4487,7 +4501,9 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    )
     return inst
 
 
@@ -4526,7 +4542,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.audio = False
         inst.embedded_context = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
     v = obj.get("image", _MISSING)
@@ -4559,7 +4575,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -4572,7 +4588,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4644,7 +4660,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.http = False
         inst.sse = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["http", "sse"])
         return inst
     v = obj.get("http", _MISSING)
@@ -4668,7 +4684,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -4681,7 +4697,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -4738,7 +4754,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.resume = UNSET
         inst.close = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("list", _MISSING)
     if v is _MISSING:
@@ -4802,7 +4818,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4814,7 +4830,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -4901,7 +4917,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.logout = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
@@ -4917,7 +4933,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4929,7 +4945,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -4983,7 +4999,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.session_capabilities = SessionCapabilities()
         inst.auth = AgentAuthCapabilities()
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
@@ -5053,7 +5069,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5066,7 +5082,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5169,7 +5185,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.auth_methods = []
         inst.agent_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
     v = obj.get("agentCapabilities", _MISSING)
@@ -5248,7 +5264,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5261,7 +5277,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5350,7 +5366,7 @@ def _d_SessionListCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5362,7 +5378,7 @@ def _d_SessionListCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -5403,7 +5419,7 @@ def _d_SessionDeleteCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5415,7 +5431,9 @@ def _d_SessionDeleteCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -5456,7 +5474,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5469,7 +5487,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        _NO_EXTRA
+        if n == 1
+        else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -5516,7 +5536,7 @@ def _d_SessionResumeCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5528,7 +5548,9 @@ def _d_SessionResumeCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -5569,7 +5591,7 @@ def _d_SessionCloseCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5581,7 +5603,7 @@ def _d_SessionCloseCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -5620,7 +5642,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5632,7 +5654,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -5690,7 +5712,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -5737,7 +5759,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5749,7 +5771,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -5825,7 +5847,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -5840,7 +5862,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5852,7 +5874,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -5914,7 +5936,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -5929,7 +5951,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5941,7 +5963,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -5993,7 +6015,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6005,7 +6027,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -6042,7 +6064,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6054,7 +6076,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -6102,7 +6124,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -6152,7 +6174,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6164,7 +6186,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6247,7 +6269,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6259,7 +6281,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -6318,7 +6340,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6333,7 +6355,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6345,7 +6367,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -6424,7 +6446,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6449,7 +6471,7 @@ def _d_SessionConfigOptionSelect(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6461,7 +6483,9 @@ def _d_SessionConfigOptionSelect(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
@@ -6548,7 +6572,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6573,7 +6597,7 @@ def _d_SessionConfigOptionBoolean(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6585,7 +6609,9 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    )
     return inst
 
 
@@ -6663,7 +6689,7 @@ def _d_SessionConfigSelectOption(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6678,7 +6704,7 @@ def _d_SessionConfigSelectOption(
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6690,7 +6716,9 @@ def _d_SessionConfigSelectOption(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    )
     return inst
 
 
@@ -6775,7 +6803,7 @@ def _d_SessionConfigSelectGroup(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6787,7 +6815,7 @@ def _d_SessionConfigSelectGroup(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -6843,7 +6871,9 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    )
     return inst
 
 
@@ -6883,7 +6913,9 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    )
     return inst
 
 
@@ -6916,7 +6948,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -6966,7 +6998,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6978,7 +7010,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -7048,7 +7080,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
@@ -7063,7 +7095,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7075,7 +7107,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -7138,7 +7170,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -7192,7 +7224,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7204,7 +7236,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -7261,7 +7293,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7273,7 +7305,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -7312,7 +7344,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -7362,7 +7394,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7374,7 +7406,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7421,7 +7453,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7433,7 +7465,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7470,7 +7502,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7482,7 +7514,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -7552,7 +7584,7 @@ def _d_SetSessionConfigOptionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7564,7 +7596,9 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    )
     return inst
 
 
@@ -7610,7 +7644,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7622,7 +7656,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7678,7 +7712,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
@@ -7686,7 +7720,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7739,7 +7773,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -7749,7 +7783,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7802,7 +7836,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7814,7 +7848,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -7876,7 +7910,7 @@ def _d_SessionUpdateUserMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -7891,7 +7925,7 @@ def _d_SessionUpdateUserMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7903,7 +7937,9 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -7968,7 +8004,7 @@ def _d_SessionUpdateAgentMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -7983,7 +8019,7 @@ def _d_SessionUpdateAgentMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7995,7 +8031,9 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -8060,7 +8098,7 @@ def _d_SessionUpdateAgentThoughtChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -8075,7 +8113,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8087,7 +8125,9 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    )
     return inst
 
 
@@ -8165,7 +8205,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -8269,7 +8309,7 @@ def _d_SessionUpdateToolCallUpdate(
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8281,7 +8321,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    )
     return inst
 
 
@@ -8363,7 +8405,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -8378,7 +8420,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8390,7 +8432,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -8469,7 +8511,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -8555,7 +8597,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8567,7 +8609,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -8665,7 +8707,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8677,7 +8719,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -8748,7 +8790,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8760,7 +8802,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -8824,7 +8866,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
@@ -8840,7 +8882,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8852,7 +8894,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -8906,7 +8948,7 @@ def _d_UnstructuredCommandInput(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8918,7 +8960,7 @@ def _d_UnstructuredCommandInput(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -8985,7 +9027,7 @@ def _d_AvailableCommandsUpdate(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8997,7 +9039,7 @@ def _d_AvailableCommandsUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -9049,7 +9091,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9061,7 +9103,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -9141,7 +9183,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9153,7 +9195,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9202,7 +9244,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -9227,7 +9269,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9239,7 +9281,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -9304,7 +9346,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9316,7 +9358,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -9374,7 +9416,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
@@ -9390,7 +9432,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9402,7 +9444,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -9457,7 +9499,7 @@ def _d_CompleteElicitationNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9469,7 +9511,9 @@ def _d_CompleteElicitationNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
@@ -9522,7 +9566,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -9532,7 +9576,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -9574,7 +9618,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.read_text_file = False
         inst.write_text_file = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
     v = obj.get("readTextFile", _MISSING)
@@ -9598,7 +9642,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -9611,7 +9655,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9666,7 +9710,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
     v = obj.get("terminal", _MISSING)
@@ -9681,7 +9725,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -9694,7 +9738,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9756,7 +9800,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.auth = AuthCapabilities(terminal=False)
         inst.elicitation = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
     v = obj.get("fs", _MISSING)
@@ -9818,7 +9862,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -9831,7 +9875,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -9930,7 +9974,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         )
         inst.client_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
     v = obj.get("clientCapabilities", _MISSING)
@@ -9970,7 +10014,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -9983,7 +10027,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10058,7 +10102,7 @@ def _d_ClientSessionCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("configOptions", _MISSING)
     if v is _MISSING:
@@ -10076,7 +10120,7 @@ def _d_ClientSessionCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10088,7 +10132,9 @@ def _d_ClientSessionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10135,7 +10181,7 @@ def _d_SessionConfigOptionsCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.boolean = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
@@ -10151,7 +10197,7 @@ def _d_SessionConfigOptionsCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10164,7 +10210,7 @@ def _d_SessionConfigOptionsCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -10213,7 +10259,7 @@ def _d_BooleanConfigOptionCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10225,7 +10271,9 @@ def _d_BooleanConfigOptionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10268,7 +10316,7 @@ def _d_ElicitationCapabilities(
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
@@ -10295,7 +10343,7 @@ def _d_ElicitationCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10307,7 +10355,7 @@ def _d_ElicitationCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10362,7 +10410,7 @@ def _d_ElicitationFormCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10374,7 +10422,9 @@ def _d_ElicitationFormCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10417,7 +10467,7 @@ def _d_ElicitationUrlCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10429,7 +10479,9 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10477,7 +10529,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10489,7 +10541,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -10531,7 +10583,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10543,7 +10595,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -10621,7 +10673,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -10655,7 +10707,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10667,7 +10719,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -10733,7 +10785,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10745,7 +10797,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -10813,7 +10865,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10825,7 +10877,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -10901,7 +10953,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10913,7 +10965,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -11002,7 +11054,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11014,7 +11066,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -11110,7 +11162,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -11144,7 +11196,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11156,7 +11208,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -11219,7 +11271,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
@@ -11244,7 +11296,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11256,7 +11308,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -11310,7 +11362,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11322,7 +11374,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -11381,7 +11433,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -11445,7 +11497,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11457,7 +11509,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11523,7 +11575,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11535,7 +11587,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -11594,7 +11646,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11606,7 +11658,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -11672,7 +11724,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11685,7 +11737,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -11762,7 +11816,7 @@ def _d_SetSessionConfigOptionRequestValueId(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11775,7 +11829,9 @@ def _d_SetSessionConfigOptionRequestValueId(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -11854,7 +11910,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11866,7 +11922,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -11931,7 +11987,9 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -11974,7 +12032,9 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    )
     return inst
 
 
@@ -12007,7 +12067,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12019,7 +12079,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -12063,7 +12123,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12075,7 +12135,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -12127,7 +12187,7 @@ def _d_RequestPermissionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12139,7 +12199,9 @@ def _d_RequestPermissionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    )
     return inst
 
 
@@ -12178,7 +12240,7 @@ def _d_RequestPermissionOutcomeCancelled(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("outcome" in obj) == 0
         else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
@@ -12229,7 +12291,7 @@ def _d_SelectedPermissionOutcome(
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12241,7 +12303,9 @@ def _d_SelectedPermissionOutcome(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    )
     return inst
 
 
@@ -12290,7 +12354,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12302,7 +12366,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -12358,7 +12422,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
@@ -12374,7 +12438,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12386,7 +12450,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -12433,7 +12497,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -12461,7 +12525,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12473,7 +12537,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -12520,7 +12584,7 @@ def _d_ReleaseTerminalResponse(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12532,7 +12596,7 @@ def _d_ReleaseTerminalResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -12573,7 +12637,7 @@ def _d_WaitForTerminalExitResponse(
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -12601,7 +12665,7 @@ def _d_WaitForTerminalExitResponse(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12613,7 +12677,9 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    )
     return inst
 
 
@@ -12658,7 +12724,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12670,7 +12736,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -12712,7 +12778,7 @@ def _d_CreateElicitationResponseAccept(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12727,7 +12793,7 @@ def _d_CreateElicitationResponseAccept(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -12737,7 +12803,9 @@ def _d_CreateElicitationResponseAccept(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    )
     return inst
 
 
@@ -12789,7 +12857,7 @@ def _d_CreateElicitationResponseDecline(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12802,7 +12870,7 @@ def _d_CreateElicitationResponseDecline(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -12847,7 +12915,7 @@ def _d_CreateElicitationResponseCancel(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12859,7 +12927,9 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    )
     return inst
 
 
@@ -12903,7 +12973,7 @@ def _d_ElicitationAcceptAction(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -12913,7 +12983,7 @@ def _d_ElicitationAcceptAction(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -12957,7 +13027,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -12967,7 +13037,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -13009,7 +13079,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13021,7 +13091,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -13070,7 +13140,7 @@ def _d_CancelRequestNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13082,7 +13152,9 @@ def _d_CancelRequestNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    )
     return inst
 
 

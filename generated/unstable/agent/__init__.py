@@ -31,7 +31,7 @@ from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTo
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .remote import AsgiApp, AuthRequest, BearerTokens, asgi_app
-from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
+from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset, or_none
 
 SCHEMA_RELEASE: Final = "1.21.0"
 SCHEMA_SHA256: Final = "cdc22077136de3a46945337d6ecd91abce6a161d821c7df96e3717bcc723ad47"
@@ -67,5 +67,6 @@ __all__ = [
     "WireLog",
     "contrib",
     "helpers",
+    "or_none",
     "types",
 ]

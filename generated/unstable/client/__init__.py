@@ -29,7 +29,7 @@ from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .process import AgentProcess
 from .remote_client import RemoteAgent, RemoteUnavailable
-from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
+from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset, or_none
 
 SCHEMA_RELEASE: Final = "1.21.0"
 SCHEMA_SHA256: Final = "cdc22077136de3a46945337d6ecd91abce6a161d821c7df96e3717bcc723ad47"
@@ -66,5 +66,6 @@ __all__ = [
     "WireLog",
     "contrib",
     "helpers",
+    "or_none",
     "types",
 ]

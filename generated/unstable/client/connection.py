@@ -357,25 +357,17 @@ class Connection:
                         if reply is not None:
                             await reply
                     break
-                start = 0
-                while True:
-                    end = chunk.find(b"\n", start)
-                    if end < 0:
-                        if skim is not None:
-                            skim.feed(chunk, start, len(chunk))
-                        else:
-                            buffer += chunk[start:]
-                            if len(buffer) > limit:
-                                skim = Skim()
-                                skim.feed(buffer, 0, len(buffer))
-                                buffer.clear()
-                        break
-                    if skim is not None:
-                        skim.feed(chunk, start, end)
+                # One split per read, in C: the complete lines, and the tail after the last
+                # newline (the start of a line still arriving; b"" if the read ended one).
+                pieces = chunk.split(b"\n")
+                tail = pieces.pop()
+                for piece in pieces:
+                    if skim is not None:  # the end of an oversize line
+                        skim.feed(piece, 0, len(piece))
                         await self._refuse(skim)
                         skim = None
-                    elif buffer:
-                        buffer += chunk[start:end]
+                    elif buffer:  # the end of a line begun in earlier reads
+                        buffer += piece
                         if len(buffer) > limit:
                             whole = Skim()
                             whole.feed(buffer, 0, len(buffer))
@@ -388,20 +380,27 @@ class Connection:
                             if reply is not None:
                                 await reply
                         buffer.clear()
-                    elif end - start > limit:
+                    elif len(piece) > limit:
                         whole = Skim()
-                        whole.feed(chunk, start, end)
+                        whole.feed(piece, 0, len(piece))
                         await self._refuse(whole)
-                    else:  # the common case: a whole line inside one chunk, no copy into buffer
-                        line = chunk[start:end]
+                    else:  # the common case: a whole line inside one read, no copy into buffer
                         if self._taps:
-                            self._tap("in", line)
-                        reply = self._handle_line(line)
+                            self._tap("in", piece)
+                        reply = self._handle_line(piece)
                         if reply is not None:
                             await reply
-                    start = end + 1
+                if skim is not None:
+                    skim.feed(tail, 0, len(tail))
+                elif tail:
+                    buffer += tail
+                    if len(buffer) > limit:
+                        skim = Skim()
+                        skim.feed(buffer, 0, len(buffer))
+                        buffer.clear()
                 # Nothing read outlives its dispatch: the next read may wait for a long time.
-                chunk = line = b""
+                chunk = line = piece = tail = b""
+                pieces = []
         finally:
             await self._shutdown()
 
@@ -452,7 +451,11 @@ class Connection:
             if message.get("jsonrpc") == "2.0" and (
                 params.__class__ is dict or params is None or params.__class__ is list
             ):
-                self._enqueue(method, params)
+                # _enqueue, inlined: the worker only needs a call when idle or not started.
+                self._received = seq = self._received + 1
+                self._notifications.append((seq, method, params))
+                if self._idle is not None or self._worker is None:
+                    self._start_or_wake()
                 return None
         if method is None and ("result" in message or "error" in message):
             self._resolve(message)  # a response: never answered, whatever is wrong with it
@@ -506,6 +509,9 @@ class Connection:
         """Queue a notification for the worker; wake it if idle, start it the first time."""
         self._received += 1
         self._notifications.append((self._received, method, params))
+        self._start_or_wake()
+
+    def _start_or_wake(self) -> None:
         idle = self._idle
         if idle is not None:
             self._idle = None

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
+from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
@@ -48,6 +49,7 @@ from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
 from .serde import open_json as _open_json
+from .serde import or_none as or_none
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -730,7 +732,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -740,7 +742,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -800,7 +802,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -812,7 +814,7 @@ def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteT
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_WriteTextFileRequest, path, ctx)
     return inst
 
 
@@ -875,7 +877,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.line = UNSET
         inst.limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -906,7 +908,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -918,7 +920,7 @@ def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTex
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ReadTextFileRequest, path, ctx)
     return inst
 
 
@@ -998,7 +1000,7 @@ def _d_RequestPermissionRequest(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1010,7 +1012,7 @@ def _d_RequestPermissionRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -1090,7 +1092,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -1204,7 +1206,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1216,7 +1218,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -1302,7 +1304,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = UNSET
         inst.priority = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
@@ -1368,7 +1370,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1380,7 +1382,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1437,7 +1439,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1453,7 +1455,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1465,7 +1467,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1527,7 +1529,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.annotations = UNSET
         inst.uri = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1553,7 +1555,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1565,7 +1567,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1632,7 +1634,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1648,7 +1650,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1660,7 +1662,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1727,7 +1729,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = UNSET
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1786,7 +1788,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1798,7 +1800,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = _NO_EXTRA if n == 8 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1875,7 +1877,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1890,7 +1892,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1902,7 +1904,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1962,7 +1964,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1977,7 +1979,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1989,7 +1991,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -2040,7 +2042,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -2056,7 +2058,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2068,7 +2070,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -2123,7 +2125,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2135,7 +2137,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2190,7 +2192,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.old_text = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("oldText", _MISSING)
     if v.__class__ is str:
@@ -2205,7 +2207,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2217,7 +2219,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2274,7 +2276,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2286,7 +2288,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2338,7 +2340,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -2356,7 +2358,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2368,7 +2370,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2438,7 +2440,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2450,7 +2452,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -2513,7 +2515,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.cwd = UNSET
         inst.output_byte_limit = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
@@ -2587,7 +2589,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2599,7 +2601,7 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateTerminalRequest, path, ctx)
     return inst
 
 
@@ -2677,7 +2679,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2689,7 +2691,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -2744,7 +2746,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2756,7 +2758,7 @@ def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Termi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalOutputRequest, path, ctx)
     return inst
 
 
@@ -2811,7 +2813,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2823,7 +2825,7 @@ def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Rele
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ReleaseTerminalRequest, path, ctx)
     return inst
 
 
@@ -2882,7 +2884,7 @@ def _d_WaitForTerminalExitRequest(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2894,7 +2896,9 @@ def _d_WaitForTerminalExitRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitRequest, path, ctx)
+    )
     return inst
 
 
@@ -2949,7 +2953,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2961,7 +2965,7 @@ def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTer
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_KillTerminalRequest, path, ctx)
     return inst
 
 
@@ -3052,7 +3056,9 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    )
     return inst
 
 
@@ -3176,7 +3182,9 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    )
     return inst
 
 
@@ -3253,7 +3261,7 @@ def _d_ElicitationSessionScope(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -3265,7 +3273,7 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3311,7 +3319,9 @@ def _d_ElicitationRequestScope(
         _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    )
     return inst
 
 
@@ -3351,7 +3361,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = UNSET
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
     v = obj.get("type", _MISSING)
@@ -3409,7 +3419,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -3422,7 +3432,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3510,7 +3520,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -3525,7 +3535,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3537,7 +3547,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3609,7 +3619,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = UNSET
         inst.one_of = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3716,7 +3726,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3728,7 +3738,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3832,7 +3842,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3890,7 +3900,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3902,7 +3912,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -3979,7 +3989,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4037,7 +4047,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4049,7 +4059,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4124,7 +4134,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4159,7 +4169,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4171,7 +4181,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4242,7 +4252,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4254,7 +4264,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4309,7 +4319,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4321,7 +4331,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4382,7 +4392,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4452,7 +4462,7 @@ def _d_MultiSelectPropertySchema(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4464,7 +4474,9 @@ def _d_MultiSelectPropertySchema(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    )
     return inst
 
 
@@ -4567,7 +4579,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4653,7 +4665,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4708,7 +4720,7 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4720,7 +4732,7 @@ def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMc
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4782,7 +4794,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
@@ -4797,7 +4809,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4809,7 +4821,7 @@ def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMc
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_MessageMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_MessageMcpRequest, path, ctx)
     return inst
 
 
@@ -4869,7 +4881,7 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4881,7 +4893,7 @@ def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Discon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DisconnectMcpRequest, path, ctx)
     return inst
 
 
@@ -4933,7 +4945,9 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -4976,7 +4990,9 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    )
     return inst
 
 
@@ -5015,7 +5031,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.audio = False
         inst.embedded_context = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["image", "audio", "embeddedContext"])
         return inst
     v = obj.get("image", _MISSING)
@@ -5048,7 +5064,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5061,7 +5077,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5134,7 +5150,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.sse = False
         inst.acp = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["http", "sse", "acp"])
         return inst
     v = obj.get("http", _MISSING)
@@ -5167,7 +5183,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5180,7 +5196,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5246,7 +5262,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.resume = UNSET
         inst.close = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("list", _MISSING)
     if v is _MISSING:
@@ -5321,7 +5337,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5333,7 +5349,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5431,7 +5447,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.logout = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("logout", _MISSING)
     if v is _MISSING:
@@ -5447,7 +5463,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5459,7 +5475,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -5526,7 +5542,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.nes = UNSET
         inst.position_encoding = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(
             ["loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth"]
         )
@@ -5633,7 +5649,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5646,7 +5662,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5779,7 +5795,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.auth_methods = []
         inst.agent_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["agentCapabilities", "authMethods"])
         return inst
     v = obj.get("agentCapabilities", _MISSING)
@@ -5858,7 +5874,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5871,7 +5887,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5960,7 +5976,7 @@ def _d_SessionListCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5972,7 +5988,7 @@ def _d_SessionListCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionListCapabilities, path, ctx)
     return inst
 
 
@@ -6013,7 +6029,7 @@ def _d_SessionDeleteCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6025,7 +6041,9 @@ def _d_SessionDeleteCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6066,7 +6084,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6079,7 +6097,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        _NO_EXTRA
+        if n == 1
+        else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -6126,7 +6146,7 @@ def _d_SessionForkCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6138,7 +6158,7 @@ def _d_SessionForkCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionForkCapabilities, path, ctx)
     return inst
 
 
@@ -6185,7 +6205,7 @@ def _d_SessionResumeCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6197,7 +6217,9 @@ def _d_SessionResumeCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionResumeCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6238,7 +6260,7 @@ def _d_SessionCloseCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6250,7 +6272,7 @@ def _d_SessionCloseCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionCloseCapabilities, path, ctx)
     return inst
 
 
@@ -6289,7 +6311,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6301,7 +6323,7 @@ def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutCapabilities, path, ctx)
     return inst
 
 
@@ -6340,7 +6362,7 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6352,7 +6374,7 @@ def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ProvidersCapabilities, path, ctx)
     return inst
 
 
@@ -6399,7 +6421,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.events = UNSET
         inst.context = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("events", _MISSING)
     if v is _MISSING:
@@ -6426,7 +6448,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6438,7 +6460,7 @@ def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesCapabilities, path, ctx)
     return inst
 
 
@@ -6486,7 +6508,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.document = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("document", _MISSING)
     if v is _MISSING:
@@ -6502,7 +6524,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6514,7 +6536,7 @@ def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEve
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesEventCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesEventCapabilities, path, ctx)
     return inst
 
 
@@ -6566,7 +6588,7 @@ def _d_NesDocumentEventCapabilities(
         inst.did_save = UNSET
         inst.did_focus = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("didOpen", _MISSING)
     if v is _MISSING:
@@ -6626,7 +6648,7 @@ def _d_NesDocumentEventCapabilities(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6638,7 +6660,9 @@ def _d_NesDocumentEventCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NesDocumentEventCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6699,7 +6723,7 @@ def _d_NesDocumentDidOpenCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6711,7 +6735,9 @@ def _d_NesDocumentDidOpenCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidOpenCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6759,7 +6785,7 @@ def _d_NesDocumentDidChangeCapabilities(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6772,7 +6798,7 @@ def _d_NesDocumentDidChangeCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesDocumentDidChangeCapabilities, path, ctx)
     )
     return inst
 
@@ -6816,7 +6842,7 @@ def _d_NesDocumentDidCloseCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6828,7 +6854,9 @@ def _d_NesDocumentDidCloseCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidCloseCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6869,7 +6897,7 @@ def _d_NesDocumentDidSaveCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6881,7 +6909,9 @@ def _d_NesDocumentDidSaveCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidSaveCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6922,7 +6952,7 @@ def _d_NesDocumentDidFocusCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6934,7 +6964,9 @@ def _d_NesDocumentDidFocusCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDocumentDidFocusCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -6989,7 +7021,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.open_files = UNSET
         inst.diagnostics = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("recentFiles", _MISSING)
     if v is _MISSING:
@@ -7062,7 +7094,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7074,7 +7106,7 @@ def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_NesContextCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_NesContextCapabilities, path, ctx)
     return inst
 
 
@@ -7140,7 +7172,7 @@ def _d_NesRecentFilesCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7158,7 +7190,7 @@ def _d_NesRecentFilesCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7170,7 +7202,9 @@ def _d_NesRecentFilesCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesRecentFilesCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7215,7 +7249,7 @@ def _d_NesRelatedSnippetsCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7227,7 +7261,9 @@ def _d_NesRelatedSnippetsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesRelatedSnippetsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7269,7 +7305,7 @@ def _d_NesEditHistoryCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7287,7 +7323,7 @@ def _d_NesEditHistoryCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7299,7 +7335,9 @@ def _d_NesEditHistoryCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesEditHistoryCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7345,7 +7383,7 @@ def _d_NesUserActionsCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.max_count = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("maxCount", _MISSING)
     if v.__class__ is int:
@@ -7363,7 +7401,7 @@ def _d_NesUserActionsCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7375,7 +7413,9 @@ def _d_NesUserActionsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_NesUserActionsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7420,7 +7460,7 @@ def _d_NesOpenFilesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7432,7 +7472,7 @@ def _d_NesOpenFilesCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesOpenFilesCapabilities, path, ctx)
     return inst
 
 
@@ -7473,7 +7513,7 @@ def _d_NesDiagnosticsCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7485,7 +7525,9 @@ def _d_NesDiagnosticsCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesDiagnosticsCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -7543,7 +7585,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -7590,7 +7632,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7602,7 +7644,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -7678,7 +7720,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -7693,7 +7735,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7705,7 +7747,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -7767,7 +7809,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -7782,7 +7824,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7794,7 +7836,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -7846,7 +7888,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7858,7 +7900,7 @@ def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Authen
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_AuthenticateResponse, path, ctx)
     return inst
 
 
@@ -7908,7 +7950,7 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7920,7 +7962,7 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ListProvidersResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ListProvidersResponse, path, ctx)
     return inst
 
 
@@ -8009,7 +8051,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.current = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("current", _MISSING)
     if v is _MISSING:
@@ -8022,7 +8064,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8034,7 +8076,7 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ProviderInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ProviderInfo, path, ctx)
     return inst
 
 
@@ -8107,7 +8149,7 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8119,7 +8161,7 @@ def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> Provi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ProviderCurrentConfig, path, ctx)
     return inst
 
 
@@ -8166,7 +8208,7 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8178,7 +8220,7 @@ def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProv
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetProviderResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SetProviderResponse, path, ctx)
     return inst
 
 
@@ -8223,7 +8265,7 @@ def _d_DisableProviderResponse(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8235,7 +8277,7 @@ def _d_DisableProviderResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DisableProviderResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DisableProviderResponse, path, ctx)
     return inst
 
 
@@ -8278,7 +8320,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8290,7 +8332,7 @@ def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutResponse, path, ctx)
     return inst
 
 
@@ -8338,7 +8380,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -8388,7 +8430,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8400,7 +8442,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -8483,7 +8525,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8495,7 +8537,7 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionModeState, path, ctx)
     return inst
 
 
@@ -8554,7 +8596,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8569,7 +8611,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8581,7 +8623,7 @@ def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionMode, path, ctx)
     return inst
 
 
@@ -8660,7 +8702,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8685,7 +8727,7 @@ def _d_SessionConfigOptionSelect(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8697,7 +8739,9 @@ def _d_SessionConfigOptionSelect(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
@@ -8784,7 +8828,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8809,7 +8853,7 @@ def _d_SessionConfigOptionBoolean(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8821,7 +8865,9 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    )
     return inst
 
 
@@ -8899,7 +8945,7 @@ def _d_SessionConfigSelectOption(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -8914,7 +8960,7 @@ def _d_SessionConfigSelectOption(
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8926,7 +8972,9 @@ def _d_SessionConfigSelectOption(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    )
     return inst
 
 
@@ -9011,7 +9059,7 @@ def _d_SessionConfigSelectGroup(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9023,7 +9071,7 @@ def _d_SessionConfigSelectGroup(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -9079,7 +9127,9 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    )
     return inst
 
 
@@ -9119,7 +9169,9 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    )
     return inst
 
 
@@ -9152,7 +9204,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9202,7 +9254,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9214,7 +9266,7 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_LoadSessionResponse, path, ctx)
     return inst
 
 
@@ -9284,7 +9336,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
@@ -9299,7 +9351,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9311,7 +9363,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -9374,7 +9426,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -9428,7 +9480,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9440,7 +9492,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -9497,7 +9549,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9509,7 +9561,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -9557,7 +9609,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9607,7 +9659,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9619,7 +9671,7 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ForkSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ForkSessionResponse, path, ctx)
     return inst
 
 
@@ -9676,7 +9728,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.modes = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("modes", _MISSING)
     if v is _MISSING:
@@ -9726,7 +9778,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9738,7 +9790,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -9785,7 +9837,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9797,7 +9849,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -9834,7 +9886,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9846,7 +9898,7 @@ def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SetSessionModeResponse, path, ctx)
     return inst
 
 
@@ -9916,7 +9968,7 @@ def _d_SetSessionConfigOptionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9928,7 +9980,9 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    )
     return inst
 
 
@@ -9975,7 +10029,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.usage = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("usage", _MISSING)
     if v is _MISSING:
@@ -9991,7 +10045,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10003,7 +10057,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -10087,7 +10141,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.cached_read_tokens = UNSET
         inst.cached_write_tokens = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("thoughtTokens", _MISSING)
     if v.__class__ is int:
@@ -10131,7 +10185,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10143,7 +10197,7 @@ def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_Usage, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_Usage, path, ctx)
     return inst
 
 
@@ -10215,7 +10269,7 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10227,7 +10281,7 @@ def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StartNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StartNesResponse, path, ctx)
     return inst
 
 
@@ -10288,7 +10342,7 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10300,7 +10354,7 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SuggestNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SuggestNesResponse, path, ctx)
     return inst
 
 
@@ -10353,7 +10407,7 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10365,7 +10419,7 @@ def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesTextEdit, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesTextEdit, path, ctx)
     return inst
 
 
@@ -10418,7 +10472,7 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10430,7 +10484,7 @@ def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Range, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Range, path, ctx)
     return inst
 
 
@@ -10487,7 +10541,7 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10499,7 +10553,7 @@ def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Position, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Position, path, ctx)
     return inst
 
 
@@ -10574,7 +10628,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cursor_position = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cursorPosition", _MISSING)
     if v is _MISSING:
@@ -10590,7 +10644,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10602,7 +10656,7 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesEditSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesEditSuggestion, path, ctx)
     return inst
 
 
@@ -10676,7 +10730,7 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
     if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10688,7 +10742,7 @@ def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSu
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesJumpSuggestion, path, ctx)
     return inst
 
 
@@ -10767,7 +10821,7 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
     if (n := len(obj) - ("kind" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10779,7 +10833,7 @@ def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRena
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesRenameSuggestion, path, ctx)
     return inst
 
 
@@ -10866,7 +10920,7 @@ def _d_NesSearchAndReplaceSuggestion(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.is_regex = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("isRegex", _MISSING)
     if v.__class__ is bool:
@@ -10881,7 +10935,7 @@ def _d_NesSearchAndReplaceSuggestion(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10893,7 +10947,9 @@ def _d_NesSearchAndReplaceSuggestion(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NesSearchAndReplaceSuggestion, path, ctx)
+    )
     return inst
 
 
@@ -10953,7 +11009,7 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10965,7 +11021,7 @@ def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseNesResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseNesResponse, path, ctx)
     return inst
 
 
@@ -11018,7 +11074,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
@@ -11026,7 +11082,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -11079,7 +11135,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -11089,7 +11145,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -11142,7 +11198,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11154,7 +11210,7 @@ def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionNotification, path, ctx)
     return inst
 
 
@@ -11216,7 +11272,7 @@ def _d_SessionUpdateUserMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11231,7 +11287,7 @@ def _d_SessionUpdateUserMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11243,7 +11299,9 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -11308,7 +11366,7 @@ def _d_SessionUpdateAgentMessageChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11323,7 +11381,7 @@ def _d_SessionUpdateAgentMessageChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11335,7 +11393,9 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -11400,7 +11460,7 @@ def _d_SessionUpdateAgentThoughtChunk(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11415,7 +11475,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11427,7 +11487,9 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    )
     return inst
 
 
@@ -11507,7 +11569,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("kind", _MISSING)
     if v.__class__ is str and v in _ToolKind_VALUES:
@@ -11621,7 +11683,7 @@ def _d_SessionUpdateToolCallUpdate(
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11633,7 +11695,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 10 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    )
     return inst
 
 
@@ -11726,7 +11790,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("messageId", _MISSING)
     if v.__class__ is str:
@@ -11741,7 +11805,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11753,7 +11817,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -11834,7 +11898,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("name", _MISSING)
     if v.__class__ is str:
@@ -11930,7 +11994,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11942,7 +12006,7 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_ToolCall, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_ToolCall, path, ctx)
     return inst
 
 
@@ -12051,7 +12115,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12063,7 +12127,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -12134,7 +12198,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12146,7 +12210,7 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Plan, path, ctx)
     return inst
 
 
@@ -12224,7 +12288,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12236,7 +12300,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -12305,7 +12369,7 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12317,7 +12381,7 @@ def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanFile, path, ctx)
     return inst
 
 
@@ -12379,7 +12443,7 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12391,7 +12455,7 @@ def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanMarkdown, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanMarkdown, path, ctx)
     return inst
 
 
@@ -12450,7 +12514,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12462,7 +12526,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -12515,7 +12579,7 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12527,7 +12591,7 @@ def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanRemoved, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PlanRemoved, path, ctx)
     return inst
 
 
@@ -12588,7 +12652,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
@@ -12604,7 +12668,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12616,7 +12680,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -12670,7 +12734,7 @@ def _d_UnstructuredCommandInput(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12682,7 +12746,7 @@ def _d_UnstructuredCommandInput(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_UnstructuredCommandInput, path, ctx)
     return inst
 
 
@@ -12749,7 +12813,7 @@ def _d_AvailableCommandsUpdate(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12761,7 +12825,7 @@ def _d_AvailableCommandsUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -12813,7 +12877,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12825,7 +12889,7 @@ def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentMo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CurrentModeUpdate, path, ctx)
     return inst
 
 
@@ -12905,7 +12969,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12917,7 +12981,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -12966,7 +13030,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -12991,7 +13055,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13003,7 +13067,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -13068,7 +13132,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13080,7 +13144,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -13138,7 +13202,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
@@ -13154,7 +13218,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13166,7 +13230,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -13230,7 +13294,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.summary = UNSET
         inst.error = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("summary", _MISSING)
     if v.__class__ is list:
@@ -13277,7 +13341,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13289,7 +13353,7 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_CompactionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_CompactionUpdate, path, ctx)
     return inst
 
 
@@ -13375,7 +13439,7 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13387,7 +13451,7 @@ def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_CompactionSummaryChunk, path, ctx)
     return inst
 
 
@@ -13449,7 +13513,7 @@ def _d_CompleteElicitationNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13461,7 +13525,9 @@ def _d_CompleteElicitationNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
@@ -13519,7 +13585,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v.__class__ is dict:
@@ -13534,7 +13600,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -13546,7 +13612,7 @@ def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Mess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_MessageMcpNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_MessageMcpNotification, path, ctx)
     return inst
 
 
@@ -13614,7 +13680,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -13624,7 +13690,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -13666,7 +13732,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.read_text_file = False
         inst.write_text_file = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["readTextFile", "writeTextFile"])
         return inst
     v = obj.get("readTextFile", _MISSING)
@@ -13690,7 +13756,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13703,7 +13769,7 @@ def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> File
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_FileSystemCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13758,7 +13824,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = False
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["terminal"])
         return inst
     v = obj.get("terminal", _MISSING)
@@ -13773,7 +13839,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13786,7 +13852,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -13861,7 +13927,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.nes = UNSET
         inst.position_encodings = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["fs", "terminal", "auth"])
         return inst
     v = obj.get("fs", _MISSING)
@@ -13981,7 +14047,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -13994,7 +14060,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14123,7 +14189,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         )
         inst.client_info = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["clientCapabilities"])
         return inst
     v = obj.get("clientCapabilities", _MISSING)
@@ -14163,7 +14229,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -14176,7 +14242,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -14254,7 +14320,7 @@ def _d_ClientSessionCapabilities(
         inst.compaction = UNSET
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("compaction", _MISSING)
     if v is _MISSING:
@@ -14283,7 +14349,7 @@ def _d_ClientSessionCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14295,7 +14361,9 @@ def _d_ClientSessionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientSessionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14345,7 +14413,9 @@ def _d_CompactionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Comp
         _fail(path, "object", obj)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionCapabilities)
-    inst.extra = {} if len(obj) == 0 else _extra_fields(obj, _K_CompactionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 0 else _extra_fields(obj, _K_CompactionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14383,7 +14453,7 @@ def _d_SessionConfigOptionsCapabilities(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.boolean = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("boolean", _MISSING)
     if v is _MISSING:
@@ -14399,7 +14469,7 @@ def _d_SessionConfigOptionsCapabilities(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14412,7 +14482,7 @@ def _d_SessionConfigOptionsCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SessionConfigOptionsCapabilities, path, ctx)
     )
     return inst
 
@@ -14461,7 +14531,7 @@ def _d_BooleanConfigOptionCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14473,7 +14543,9 @@ def _d_BooleanConfigOptionCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_BooleanConfigOptionCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14512,7 +14584,7 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14524,7 +14596,7 @@ def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PlanCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PlanCapabilities, path, ctx)
     return inst
 
 
@@ -14571,7 +14643,7 @@ def _d_ElicitationCapabilities(
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
@@ -14598,7 +14670,7 @@ def _d_ElicitationCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14610,7 +14682,7 @@ def _d_ElicitationCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -14665,7 +14737,7 @@ def _d_ElicitationFormCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14677,7 +14749,9 @@ def _d_ElicitationFormCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14720,7 +14794,7 @@ def _d_ElicitationUrlCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14732,7 +14806,9 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -14778,7 +14854,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.rename = UNSET
         inst.search_and_replace = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("jump", _MISSING)
     if v is _MISSING:
@@ -14818,7 +14894,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14830,7 +14906,7 @@ def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Clien
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ClientNesCapabilities, path, ctx)
     return inst
 
 
@@ -14881,7 +14957,7 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14893,7 +14969,7 @@ def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJump
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesJumpCapabilities, path, ctx)
     return inst
 
 
@@ -14932,7 +15008,7 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14944,7 +15020,7 @@ def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesRenameCapabilities, path, ctx)
     return inst
 
 
@@ -14985,7 +15061,7 @@ def _d_NesSearchAndReplaceCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -14997,7 +15073,9 @@ def _d_NesSearchAndReplaceCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_NesSearchAndReplaceCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -15043,7 +15121,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15055,7 +15133,7 @@ def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Authent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthenticateRequest, path, ctx)
     return inst
 
 
@@ -15097,7 +15175,7 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15109,7 +15187,7 @@ def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListPr
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ListProvidersRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ListProvidersRequest, path, ctx)
     return inst
 
 
@@ -15176,7 +15254,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("headers", _MISSING)
     if v is _MISSING:
@@ -15187,7 +15265,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15199,7 +15277,7 @@ def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProvi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_SetProviderRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_SetProviderRequest, path, ctx)
     return inst
 
 
@@ -15266,7 +15344,7 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15278,7 +15356,7 @@ def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Disa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DisableProviderRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DisableProviderRequest, path, ctx)
     return inst
 
 
@@ -15323,7 +15401,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15335,7 +15413,7 @@ def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutRequest, path, ctx)
     return inst
 
 
@@ -15413,7 +15491,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -15447,7 +15525,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15459,7 +15537,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -15525,7 +15603,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15537,7 +15615,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -15605,7 +15683,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15617,7 +15695,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -15693,7 +15771,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15705,7 +15783,7 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerSse, path, ctx)
     return inst
 
 
@@ -15768,7 +15846,7 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15780,7 +15858,7 @@ def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpServerAcp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_McpServerAcp, path, ctx)
     return inst
 
 
@@ -15874,7 +15952,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -15886,7 +15964,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -15982,7 +16060,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16016,7 +16094,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16028,7 +16106,7 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_LoadSessionRequest, path, ctx)
     return inst
 
 
@@ -16091,7 +16169,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
@@ -16116,7 +16194,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16128,7 +16206,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -16182,7 +16260,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16194,7 +16272,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -16253,7 +16331,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16317,7 +16395,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16329,7 +16407,7 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ForkSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ForkSessionRequest, path, ctx)
     return inst
 
 
@@ -16411,7 +16489,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -16475,7 +16553,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16487,7 +16565,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -16553,7 +16631,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16565,7 +16643,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -16624,7 +16702,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16636,7 +16714,7 @@ def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SetSessionModeRequest, path, ctx)
     return inst
 
 
@@ -16702,7 +16780,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16715,7 +16793,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -16792,7 +16872,7 @@ def _d_SetSessionConfigOptionRequestValueId(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16805,7 +16885,9 @@ def _d_SetSessionConfigOptionRequestValueId(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestValueId, path, ctx)
     )
     return inst
 
@@ -16884,7 +16966,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -16896,7 +16978,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -16959,7 +17041,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.workspace_folders = UNSET
         inst.repository = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("workspaceUri", _MISSING)
     if v.__class__ is str:
@@ -17001,7 +17083,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17013,7 +17095,7 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_StartNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_StartNesRequest, path, ctx)
     return inst
 
 
@@ -17078,7 +17160,7 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17090,7 +17172,7 @@ def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WorkspaceFolder, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WorkspaceFolder, path, ctx)
     return inst
 
 
@@ -17154,7 +17236,7 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17166,7 +17248,7 @@ def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesRepository, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesRepository, path, ctx)
     return inst
 
 
@@ -17248,7 +17330,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.selection = UNSET
         inst.context = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("selection", _MISSING)
     if v is _MISSING:
@@ -17269,7 +17351,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
     if n == 7:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17281,7 +17363,7 @@ def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 8 else _extra_fields(obj, _K_SuggestNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 8 else _extra_fields(obj, _K_SuggestNesRequest, path, ctx)
     return inst
 
 
@@ -17360,7 +17442,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.open_files = UNSET
         inst.diagnostics = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("recentFiles", _MISSING)
     if v.__class__ is list:
@@ -17461,7 +17543,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17473,7 +17555,7 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_NesSuggestContext, path, ctx)
+    inst.extra = _NO_EXTRA if n == 7 else _extra_fields(obj, _K_NesSuggestContext, path, ctx)
     return inst
 
 
@@ -17557,7 +17639,7 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17569,7 +17651,7 @@ def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesRecentFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesRecentFile, path, ctx)
     return inst
 
 
@@ -17634,7 +17716,7 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17646,7 +17728,7 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesRelatedSnippet, path, ctx)
     return inst
 
 
@@ -17710,7 +17792,7 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17722,7 +17804,7 @@ def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NesExcerpt, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NesExcerpt, path, ctx)
     return inst
 
 
@@ -17781,7 +17863,7 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17793,7 +17875,7 @@ def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEdit
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NesEditHistoryEntry, path, ctx)
     return inst
 
 
@@ -17864,7 +17946,7 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17876,7 +17958,7 @@ def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesUserAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesUserAction, path, ctx)
     return inst
 
 
@@ -17946,7 +18028,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.visible_range = UNSET
         inst.last_focused_ms = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("visibleRange", _MISSING)
     if v is _MISSING:
@@ -17975,7 +18057,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -17987,7 +18069,7 @@ def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesOpenFile, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesOpenFile, path, ctx)
     return inst
 
 
@@ -18066,7 +18148,7 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18078,7 +18160,7 @@ def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_NesDiagnostic, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_NesDiagnostic, path, ctx)
     return inst
 
 
@@ -18137,7 +18219,7 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18149,7 +18231,7 @@ def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesReq
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseNesRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseNesRequest, path, ctx)
     return inst
 
 
@@ -18200,7 +18282,9 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -18243,7 +18327,9 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    )
     return inst
 
 
@@ -18276,7 +18362,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18288,7 +18374,7 @@ def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Write
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_WriteTextFileResponse, path, ctx)
     return inst
 
 
@@ -18332,7 +18418,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18344,7 +18430,7 @@ def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ReadTextFileResponse, path, ctx)
     return inst
 
 
@@ -18396,7 +18482,7 @@ def _d_RequestPermissionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18408,7 +18494,9 @@ def _d_RequestPermissionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    )
     return inst
 
 
@@ -18447,7 +18535,7 @@ def _d_RequestPermissionOutcomeCancelled(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("outcome" in obj) == 0
         else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
@@ -18498,7 +18586,7 @@ def _d_SelectedPermissionOutcome(
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18510,7 +18598,9 @@ def _d_SelectedPermissionOutcome(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    )
     return inst
 
 
@@ -18559,7 +18649,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18571,7 +18661,7 @@ def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Crea
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateTerminalResponse, path, ctx)
     return inst
 
 
@@ -18627,7 +18717,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.exit_status = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitStatus", _MISSING)
     if v is _MISSING:
@@ -18643,7 +18733,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18655,7 +18745,7 @@ def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Term
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TerminalOutputResponse, path, ctx)
     return inst
 
 
@@ -18702,7 +18792,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -18730,7 +18820,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18742,7 +18832,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -18789,7 +18879,7 @@ def _d_ReleaseTerminalResponse(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18801,7 +18891,7 @@ def _d_ReleaseTerminalResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ReleaseTerminalResponse, path, ctx)
     return inst
 
 
@@ -18842,7 +18932,7 @@ def _d_WaitForTerminalExitResponse(
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -18870,7 +18960,7 @@ def _d_WaitForTerminalExitResponse(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18882,7 +18972,9 @@ def _d_WaitForTerminalExitResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_WaitForTerminalExitResponse, path, ctx)
+    )
     return inst
 
 
@@ -18927,7 +19019,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18939,7 +19031,7 @@ def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_KillTerminalResponse, path, ctx)
     return inst
 
 
@@ -18981,7 +19073,7 @@ def _d_CreateElicitationResponseAccept(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -18996,7 +19088,7 @@ def _d_CreateElicitationResponseAccept(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -19006,7 +19098,9 @@ def _d_CreateElicitationResponseAccept(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    )
     return inst
 
 
@@ -19058,7 +19152,7 @@ def _d_CreateElicitationResponseDecline(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19071,7 +19165,7 @@ def _d_CreateElicitationResponseDecline(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -19116,7 +19210,7 @@ def _d_CreateElicitationResponseCancel(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19128,7 +19222,9 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    )
     return inst
 
 
@@ -19172,7 +19268,7 @@ def _d_ElicitationAcceptAction(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -19182,7 +19278,7 @@ def _d_ElicitationAcceptAction(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -19226,7 +19322,7 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19238,7 +19334,7 @@ def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectM
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19283,7 +19379,7 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19295,7 +19391,7 @@ def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Disco
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DisconnectMcpResponse, path, ctx)
     return inst
 
 
@@ -19345,7 +19441,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -19355,7 +19451,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -19397,7 +19493,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19409,7 +19505,7 @@ def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelNotification, path, ctx)
     return inst
 
 
@@ -19490,7 +19586,7 @@ def _d_DidOpenDocumentNotification(
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19502,7 +19598,9 @@ def _d_DidOpenDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_DidOpenDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19606,7 +19704,7 @@ def _d_DidChangeDocumentNotification(
     if (n := len(obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19618,7 +19716,9 @@ def _d_DidChangeDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 5 else _extra_fields(obj, _K_DidChangeDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19680,7 +19780,7 @@ def _d_TextDocumentContentChangeEvent(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.range = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("range", _MISSING)
     if v is _MISSING:
@@ -19693,7 +19793,7 @@ def _d_TextDocumentContentChangeEvent(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19705,7 +19805,9 @@ def _d_TextDocumentContentChangeEvent(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextDocumentContentChangeEvent, path, ctx)
+    )
     return inst
 
 
@@ -19769,7 +19871,7 @@ def _d_DidCloseDocumentNotification(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19781,7 +19883,9 @@ def _d_DidCloseDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_DidCloseDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19840,7 +19944,7 @@ def _d_DidSaveDocumentNotification(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19852,7 +19956,9 @@ def _d_DidSaveDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_DidSaveDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -19930,7 +20036,7 @@ def _d_DidFocusDocumentNotification(
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -19942,7 +20048,9 @@ def _d_DidFocusDocumentNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_DidFocusDocumentNotification, path, ctx)
+    )
     return inst
 
 
@@ -20011,7 +20119,7 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20023,7 +20131,7 @@ def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Accep
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AcceptNesNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AcceptNesNotification, path, ctx)
     return inst
 
 
@@ -20081,7 +20189,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.reason = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("reason", _MISSING)
     if v.__class__ is str and v in _NesRejectReason_VALUES:
@@ -20096,7 +20204,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20108,7 +20216,7 @@ def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> Rejec
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_RejectNesNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_RejectNesNotification, path, ctx)
     return inst
 
 
@@ -20162,7 +20270,7 @@ def _d_CancelRequestNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -20174,7 +20282,9 @@ def _d_CancelRequestNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    )
     return inst
 
 

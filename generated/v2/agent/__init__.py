@@ -31,7 +31,7 @@ from .connection import Connection, ConnectionClosed, InvalidResponse, MessageTo
 from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .remote import AsgiApp, AuthRequest, BearerTokens, asgi_app
-from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
+from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset, or_none
 
 SCHEMA_RELEASE: Final = "2.0.0-alpha.3"
 SCHEMA_SHA256: Final = "e3baf2daec8074a80e4366d8374d434c320a1f738b0552859f39790c775c109e"
@@ -66,5 +66,6 @@ __all__ = [
     "WireLog",
     "contrib",
     "helpers",
+    "or_none",
     "types",
 ]

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
 from .serde import MISSING as _MISSING
+from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
 from .serde import DecodeContext as DecodeContext
 from .serde import DecodeError as DecodeError
@@ -48,6 +49,7 @@ from .serde import merge_extra as _merge_extra
 from .serde import missing as _missing
 from .serde import new as _new
 from .serde import open_json as _open_json
+from .serde import or_none as or_none
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -577,7 +579,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -587,7 +589,7 @@ def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentRequest, path, ctx)
     return inst
 
 
@@ -657,7 +659,7 @@ def _d_RequestPermissionRequest(
         inst.description = UNSET
         inst.subject = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -686,7 +688,7 @@ def _d_RequestPermissionRequest(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -698,7 +700,7 @@ def _d_RequestPermissionRequest(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_RequestPermissionRequest, path, ctx)
     return inst
 
 
@@ -794,7 +796,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -898,7 +900,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -910,7 +912,7 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ToolCallUpdate, path, ctx)
     return inst
 
 
@@ -994,7 +996,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.last_modified = UNSET
         inst.priority = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("audience", _MISSING)
     if v.__class__ is list:
@@ -1052,7 +1054,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1064,7 +1066,7 @@ def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Annotations, path, ctx)
     return inst
 
 
@@ -1123,7 +1125,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1139,7 +1141,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1151,7 +1153,7 @@ def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TextContent, path, ctx)
     return inst
 
 
@@ -1213,7 +1215,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.uri = UNSET
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("uri", _MISSING)
     if v.__class__ is str:
@@ -1239,7 +1241,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1251,7 +1253,7 @@ def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ImageContent, path, ctx)
     return inst
 
 
@@ -1318,7 +1320,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1334,7 +1336,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1346,7 +1348,7 @@ def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AudioContent, path, ctx)
     return inst
 
 
@@ -1401,7 +1403,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.mime_type = UNSET
         inst.sizes = UNSET
         inst.theme = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1441,7 +1443,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.theme = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("theme", _MISSING)
     if v.__class__ is str:
@@ -1453,7 +1455,7 @@ def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
         inst.theme = None
     else:
         inst.theme = _tolerate(ctx, (path, "theme"), "string", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Icon, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Icon, path, ctx)
     return inst
 
 
@@ -1533,7 +1535,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.size = UNSET
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -1617,7 +1619,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1629,7 +1631,7 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_ResourceLink, path, ctx)
+    inst.extra = _NO_EXTRA if n == 9 else _extra_fields(obj, _K_ResourceLink, path, ctx)
     return inst
 
 
@@ -1710,7 +1712,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1725,7 +1727,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1737,7 +1739,7 @@ def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_TextResourceContents, path, ctx)
     return inst
 
 
@@ -1797,7 +1799,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("mimeType", _MISSING)
     if v.__class__ is str:
@@ -1812,7 +1814,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1824,7 +1826,7 @@ def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BlobResourceContents, path, ctx)
     return inst
 
 
@@ -1875,7 +1877,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("annotations", _MISSING)
     if v is _MISSING:
@@ -1891,7 +1893,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1903,7 +1905,7 @@ def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedRe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EmbeddedResource, path, ctx)
     return inst
 
 
@@ -1958,7 +1960,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -1970,7 +1972,7 @@ def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Content, path, ctx)
     return inst
 
 
@@ -2021,7 +2023,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2046,7 +2048,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2058,7 +2060,7 @@ def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeAdd, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_DiffChangeAdd, path, ctx)
     return inst
 
 
@@ -2121,7 +2123,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2146,7 +2148,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2158,7 +2160,7 @@ def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeDelete, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_DiffChangeDelete, path, ctx)
     return inst
 
 
@@ -2221,7 +2223,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2246,7 +2248,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2258,7 +2260,7 @@ def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChange
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_DiffChangeModify, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_DiffChangeModify, path, ctx)
     return inst
 
 
@@ -2328,7 +2330,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2353,7 +2355,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2365,7 +2367,7 @@ def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DiffChangeMove, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_DiffChangeMove, path, ctx)
     return inst
 
 
@@ -2437,7 +2439,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.file_type = UNSET
         inst.mime_type = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("fileType", _MISSING)
     if v.__class__ is str:
@@ -2462,7 +2464,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2474,7 +2476,7 @@ def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_DiffChangeCopy, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_DiffChangeCopy, path, ctx)
     return inst
 
 
@@ -2532,7 +2534,7 @@ def _d_DiffPathChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathChan
         _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_DiffPathChange, path, ctx)
+    inst.extra = _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_DiffPathChange, path, ctx)
     return inst
 
 
@@ -2574,7 +2576,9 @@ def _d_DiffPathPairChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPath
         _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_DiffPathPairChange, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_DiffPathPairChange, path, ctx)
+    )
     return inst
 
 
@@ -2618,7 +2622,7 @@ def _d_DiffPatch(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPatch:
         _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_DiffPatch, path, ctx)
+    inst.extra = _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_DiffPatch, path, ctx)
     return inst
 
 
@@ -2675,7 +2679,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.patch = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("patch", _MISSING)
     if v is _MISSING:
@@ -2691,7 +2695,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2703,7 +2707,7 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Diff, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Diff, path, ctx)
     return inst
 
 
@@ -2766,7 +2770,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2778,7 +2782,7 @@ def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_Terminal, path, ctx)
     return inst
 
 
@@ -2830,7 +2834,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.line = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("line", _MISSING)
     if v.__class__ is int:
@@ -2848,7 +2852,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2860,7 +2864,7 @@ def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLo
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallLocation, path, ctx)
     return inst
 
 
@@ -2914,7 +2918,7 @@ def _d_ToolCallPermissionSubject(
     else:
         inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("type" in obj) == 1
         else _extra_fields(obj, _K_ToolCallPermissionSubject, path, ctx)
     )
@@ -2971,7 +2975,7 @@ def _d_CommandPermissionSubject(
         inst.tool_call_id = UNSET
         inst.terminal_id = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -2996,7 +3000,7 @@ def _d_CommandPermissionSubject(
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3008,7 +3012,7 @@ def _d_CommandPermissionSubject(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_CommandPermissionSubject, path, ctx)
     return inst
 
 
@@ -3079,7 +3083,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3091,7 +3095,7 @@ def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> Permission
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PermissionOption, path, ctx)
     return inst
 
 
@@ -3184,7 +3188,9 @@ def _d_CreateElicitationRequestForm(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_CreateElicitationRequestForm, path, ctx)
+    )
     return inst
 
 
@@ -3308,7 +3314,9 @@ def _d_CreateElicitationRequestUrl(
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_CreateElicitationRequestUrl, path, ctx)
+    )
     return inst
 
 
@@ -3385,7 +3393,7 @@ def _d_ElicitationSessionScope(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.tool_call_id = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("toolCallId", _MISSING)
     if v.__class__ is str:
@@ -3397,7 +3405,7 @@ def _d_ElicitationSessionScope(
         inst.tool_call_id = None
     else:
         inst.tool_call_id = _tolerate(ctx, (path, "toolCallId"), "string", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ElicitationSessionScope, path, ctx)
     return inst
 
 
@@ -3443,7 +3451,9 @@ def _d_ElicitationRequestScope(
         _missing(path, "requestId")
     else:
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
+    )
     return inst
 
 
@@ -3483,7 +3493,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.required = UNSET
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["type", "properties"])
         return inst
     v = obj.get("type", _MISSING)
@@ -3541,7 +3551,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -3554,7 +3564,7 @@ def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ElicitationSchema, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -3642,7 +3652,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -3657,7 +3667,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3669,7 +3679,7 @@ def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_EnumOption, path, ctx)
     return inst
 
 
@@ -3741,7 +3751,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.enum = UNSET
         inst.one_of = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -3848,7 +3858,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if n == 9:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3860,7 +3870,7 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 10 else _extra_fields(obj, _K_StringPropertySchema, path, ctx)
     return inst
 
 
@@ -3966,7 +3976,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4024,7 +4034,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4036,7 +4046,7 @@ def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Number
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_NumberPropertySchema, path, ctx)
     return inst
 
 
@@ -4113,7 +4123,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.maximum = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4171,7 +4181,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4183,7 +4193,7 @@ def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Integ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_IntegerPropertySchema, path, ctx)
     return inst
 
 
@@ -4258,7 +4268,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.description = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4293,7 +4303,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4305,7 +4315,7 @@ def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> Boole
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_BooleanPropertySchema, path, ctx)
     return inst
 
 
@@ -4376,7 +4386,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4388,7 +4398,7 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_StringMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4443,7 +4453,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4455,7 +4465,7 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TitledMultiSelectItems, path, ctx)
     return inst
 
 
@@ -4516,7 +4526,7 @@ def _d_MultiSelectPropertySchema(
         inst.max_items = UNSET
         inst.default = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -4586,7 +4596,7 @@ def _d_MultiSelectPropertySchema(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4598,7 +4608,9 @@ def _d_MultiSelectPropertySchema(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_MultiSelectPropertySchema, path, ctx)
+    )
     return inst
 
 
@@ -4701,7 +4713,7 @@ def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicita
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_ElicitationFormMode, path, ctx)
     return inst
 
 
@@ -4787,7 +4799,7 @@ def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> Elicitat
         inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if not (("sessionId" in obj) or ("requestId" in obj)):
         raise DecodeError(path, "needs the fields of one of: sessionId | requestId")
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_ElicitationUrlMode, path, ctx)
     return inst
 
 
@@ -4842,7 +4854,9 @@ def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRe
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -4885,7 +4899,9 @@ def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRes
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
+    )
     return inst
 
 
@@ -4920,7 +4936,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.session = UNSET
         inst.auth = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("session", _MISSING)
     if v is _MISSING:
@@ -4947,7 +4963,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -4959,7 +4975,7 @@ def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentCapabilities, path, ctx)
     return inst
 
 
@@ -5037,7 +5053,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.capabilities = AgentCapabilities()
         inst.auth_methods = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["capabilities"])
         return inst
     v = obj.get("capabilities", _MISSING)
@@ -5083,7 +5099,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -5096,7 +5112,7 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_InitializeResponse, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -5177,7 +5193,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -5192,7 +5208,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5204,7 +5220,7 @@ def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementati
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_Implementation, path, ctx)
     return inst
 
 
@@ -5262,7 +5278,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.delete = UNSET
         inst.additional_directories = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("prompt", _MISSING)
     if v is _MISSING:
@@ -5315,7 +5331,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5327,7 +5343,7 @@ def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_SessionCapabilities, path, ctx)
     return inst
 
 
@@ -5413,7 +5429,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.audio = UNSET
         inst.embedded_context = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("image", _MISSING)
     if v is _MISSING:
@@ -5453,7 +5469,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5465,7 +5481,7 @@ def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PromptCapabilities, path, ctx)
     return inst
 
 
@@ -5540,7 +5556,7 @@ def _d_PromptImageCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5552,7 +5568,7 @@ def _d_PromptImageCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PromptImageCapabilities, path, ctx)
     return inst
 
 
@@ -5593,7 +5609,7 @@ def _d_PromptAudioCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5605,7 +5621,7 @@ def _d_PromptAudioCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PromptAudioCapabilities, path, ctx)
     return inst
 
 
@@ -5646,7 +5662,7 @@ def _d_PromptEmbeddedContextCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5659,7 +5675,7 @@ def _d_PromptEmbeddedContextCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PromptEmbeddedContextCapabilities, path, ctx)
     )
     return inst
 
@@ -5701,7 +5717,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.stdio = UNSET
         inst.http = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("stdio", _MISSING)
     if v is _MISSING:
@@ -5728,7 +5744,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5740,7 +5756,7 @@ def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabili
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_McpCapabilities, path, ctx)
     return inst
 
 
@@ -5791,7 +5807,7 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5803,7 +5819,7 @@ def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_McpStdioCapabilities, path, ctx)
     return inst
 
 
@@ -5842,7 +5858,7 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5854,7 +5870,7 @@ def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_McpHttpCapabilities, path, ctx)
     return inst
 
 
@@ -5895,7 +5911,7 @@ def _d_SessionDeleteCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5907,7 +5923,9 @@ def _d_SessionDeleteCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_SessionDeleteCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -5948,7 +5966,7 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -5961,7 +5979,9 @@ def _d_SessionAdditionalDirectoriesCapabilities(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
+        _NO_EXTRA
+        if n == 1
+        else _extra_fields(obj, _K_SessionAdditionalDirectoriesCapabilities, path, ctx)
     )
     return inst
 
@@ -6006,7 +6026,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6018,7 +6038,7 @@ def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> Agent
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_AgentAuthCapabilities, path, ctx)
     return inst
 
 
@@ -6073,7 +6093,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6085,7 +6105,7 @@ def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_EnvVariable, path, ctx)
     return inst
 
 
@@ -6145,7 +6165,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6206,7 +6226,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6218,7 +6238,7 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_AuthMethodTerminal, path, ctx)
     return inst
 
 
@@ -6297,7 +6317,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6312,7 +6332,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6324,7 +6344,7 @@ def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodA
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AuthMethodAgent, path, ctx)
     return inst
 
 
@@ -6372,7 +6392,7 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6384,7 +6404,7 @@ def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuth
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LoginAuthResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LoginAuthResponse, path, ctx)
     return inst
 
 
@@ -6421,7 +6441,7 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6433,7 +6453,7 @@ def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAu
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutAuthResponse, path, ctx)
     return inst
 
 
@@ -6478,7 +6498,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
@@ -6515,7 +6535,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6527,7 +6547,7 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_NewSessionResponse, path, ctx)
     return inst
 
 
@@ -6607,7 +6627,7 @@ def _d_SessionConfigOptionSelect(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6632,7 +6652,7 @@ def _d_SessionConfigOptionSelect(
     if n == 6:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6644,7 +6664,9 @@ def _d_SessionConfigOptionSelect(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 7 else _extra_fields(obj, _K_SessionConfigOptionSelect, path, ctx)
+    )
     return inst
 
 
@@ -6731,7 +6753,7 @@ def _d_SessionConfigOptionBoolean(
         inst.description = UNSET
         inst.category = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6756,7 +6778,7 @@ def _d_SessionConfigOptionBoolean(
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6768,7 +6790,9 @@ def _d_SessionConfigOptionBoolean(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionConfigOptionBoolean, path, ctx)
+    )
     return inst
 
 
@@ -6846,7 +6870,7 @@ def _d_SessionConfigSelectOption(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("description", _MISSING)
     if v.__class__ is str:
@@ -6861,7 +6885,7 @@ def _d_SessionConfigSelectOption(
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6873,7 +6897,9 @@ def _d_SessionConfigSelectOption(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectOption, path, ctx)
+    )
     return inst
 
 
@@ -6958,7 +6984,7 @@ def _d_SessionConfigSelectGroup(
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -6970,7 +6996,7 @@ def _d_SessionConfigSelectGroup(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SessionConfigSelectGroup, path, ctx)
     return inst
 
 
@@ -7026,7 +7052,9 @@ def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> Session
         _missing(path, "options")
     else:
         inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
+    )
     return inst
 
 
@@ -7066,7 +7094,9 @@ def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> Sessio
         _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
-    inst.extra = {} if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_SessionConfigBoolean, path, ctx)
+    )
     return inst
 
 
@@ -7120,7 +7150,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.next_cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("nextCursor", _MISSING)
     if v.__class__ is str:
@@ -7135,7 +7165,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7147,7 +7177,7 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsResponse, path, ctx)
     return inst
 
 
@@ -7210,7 +7240,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -7264,7 +7294,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7276,7 +7306,7 @@ def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_SessionInfo, path, ctx)
     return inst
 
 
@@ -7333,7 +7363,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7345,7 +7375,7 @@ def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Delet
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_DeleteSessionResponse, path, ctx)
     return inst
 
 
@@ -7383,7 +7413,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.config_options = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("configOptions", _MISSING)
     if v.__class__ is list:
@@ -7420,7 +7450,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7432,7 +7462,7 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ResumeSessionResponse, path, ctx)
     return inst
 
 
@@ -7473,7 +7503,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7485,7 +7515,7 @@ def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CloseSessionResponse, path, ctx)
     return inst
 
 
@@ -7555,7 +7585,7 @@ def _d_SetSessionConfigOptionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7567,7 +7597,9 @@ def _d_SetSessionConfigOptionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SetSessionConfigOptionResponse, path, ctx)
+    )
     return inst
 
 
@@ -7606,7 +7638,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7618,7 +7650,7 @@ def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRespon
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_PromptResponse, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_PromptResponse, path, ctx)
     return inst
 
 
@@ -7675,7 +7707,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.data = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("data", _MISSING)
     if v is _MISSING:
@@ -7683,7 +7715,7 @@ def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
         n += 1
     else:
         inst.data = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Error, path, ctx)
     return inst
 
 
@@ -7736,7 +7768,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -7746,7 +7778,7 @@ def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNoti
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AgentNotification, path, ctx)
     return inst
 
 
@@ -7801,7 +7833,7 @@ def _d_UpdateSessionNotification(
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7813,7 +7845,9 @@ def _d_UpdateSessionNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_UpdateSessionNotification, path, ctx)
+    )
     return inst
 
 
@@ -7881,7 +7915,7 @@ def _d_SessionUpdateUserMessageChunk(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7893,7 +7927,9 @@ def _d_SessionUpdateUserMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateUserMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -7966,7 +8002,7 @@ def _d_SessionUpdateAgentMessageChunk(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -7978,7 +8014,9 @@ def _d_SessionUpdateAgentMessageChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentMessageChunk, path, ctx)
+    )
     return inst
 
 
@@ -8051,7 +8089,7 @@ def _d_SessionUpdateAgentThoughtChunk(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8063,7 +8101,9 @@ def _d_SessionUpdateAgentThoughtChunk(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionUpdateAgentThoughtChunk, path, ctx)
+    )
     return inst
 
 
@@ -8114,7 +8154,7 @@ def _d_SessionUpdateStateUpdate(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("sessionUpdate" in obj) == 0
         else _extra_fields(obj, _K_SessionUpdateStateUpdate, path, ctx)
     )
@@ -8178,7 +8218,7 @@ def _d_SessionUpdateToolCallUpdate(
         inst.raw_input = UNSET
         inst.raw_output = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -8282,7 +8322,7 @@ def _d_SessionUpdateToolCallUpdate(
     if n == 8:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8294,7 +8334,9 @@ def _d_SessionUpdateToolCallUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 9 else _extra_fields(obj, _K_SessionUpdateToolCallUpdate, path, ctx)
+    )
     return inst
 
 
@@ -8384,7 +8426,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8396,7 +8438,7 @@ def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ContentChunk, path, ctx)
     return inst
 
 
@@ -8450,7 +8492,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
@@ -8487,7 +8529,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8499,7 +8541,7 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_UserMessage, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_UserMessage, path, ctx)
     return inst
 
 
@@ -8565,7 +8607,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
@@ -8602,7 +8644,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8614,7 +8656,7 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentMessage, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentMessage, path, ctx)
     return inst
 
 
@@ -8680,7 +8722,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v.__class__ is list:
@@ -8717,7 +8759,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8729,7 +8771,7 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_AgentThought, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_AgentThought, path, ctx)
     return inst
 
 
@@ -8785,7 +8827,7 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
     if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8797,7 +8839,7 @@ def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_RunningStateUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_RunningStateUpdate, path, ctx)
     return inst
 
 
@@ -8836,7 +8878,7 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.stop_reason = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("stopReason", _MISSING)
     if v.__class__ is str:
@@ -8851,7 +8893,7 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8863,7 +8905,7 @@ def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_IdleStateUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_IdleStateUpdate, path, ctx)
     return inst
 
 
@@ -8910,7 +8952,7 @@ def _d_RequiresActionStateUpdate(
     if (n := len(obj) - ("state" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8922,7 +8964,9 @@ def _d_RequiresActionStateUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_RequiresActionStateUpdate, path, ctx)
+    )
     return inst
 
 
@@ -8982,7 +9026,7 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -8994,7 +9038,7 @@ def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ToolCallContentChunk, path, ctx)
     return inst
 
 
@@ -9054,7 +9098,7 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9066,7 +9110,7 @@ def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TerminalOutput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TerminalOutput, path, ctx)
     return inst
 
 
@@ -9108,7 +9152,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.exit_code = UNSET
         inst.signal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("exitCode", _MISSING)
     if v.__class__ is int:
@@ -9136,7 +9180,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9148,7 +9192,7 @@ def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalExitStatus, path, ctx)
     return inst
 
 
@@ -9214,7 +9258,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.output = UNSET
         inst.exit_status = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("command", _MISSING)
     if v.__class__ is str:
@@ -9261,7 +9305,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9273,7 +9317,7 @@ def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpda
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_TerminalUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_TerminalUpdate, path, ctx)
     return inst
 
 
@@ -9350,7 +9394,7 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9362,7 +9406,7 @@ def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> Termina
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_TerminalOutputChunk, path, ctx)
     return inst
 
 
@@ -9432,7 +9476,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
     if (n := len(obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9444,7 +9488,7 @@ def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_PlanEntry, path, ctx)
     return inst
 
 
@@ -9522,7 +9566,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
     if (n := len(obj) - ("type" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9534,7 +9578,7 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PlanItems, path, ctx)
     return inst
 
 
@@ -9594,7 +9638,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9606,7 +9650,7 @@ def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_PlanUpdate, path, ctx)
     return inst
 
 
@@ -9661,7 +9705,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.input = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("input", _MISSING)
     if v is _MISSING:
@@ -9677,7 +9721,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9689,7 +9733,7 @@ def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableC
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_AvailableCommand, path, ctx)
     return inst
 
 
@@ -9741,7 +9785,7 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9753,7 +9797,7 @@ def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextComman
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_TextCommandInput, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_TextCommandInput, path, ctx)
     return inst
 
 
@@ -9821,7 +9865,7 @@ def _d_AvailableCommandsUpdate(
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9833,7 +9877,7 @@ def _d_AvailableCommandsUpdate(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AvailableCommandsUpdate, path, ctx)
     return inst
 
 
@@ -9911,7 +9955,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -9923,7 +9967,7 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ConfigOptionUpdate, path, ctx)
     return inst
 
 
@@ -9972,7 +10016,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.title = UNSET
         inst.updated_at = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("title", _MISSING)
     if v.__class__ is str:
@@ -9997,7 +10041,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10009,7 +10053,7 @@ def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionIn
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_SessionInfoUpdate, path, ctx)
     return inst
 
 
@@ -10077,7 +10121,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10089,7 +10133,7 @@ def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_Cost, path, ctx)
     return inst
 
 
@@ -10147,7 +10191,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.cost = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cost", _MISSING)
     if v is _MISSING:
@@ -10163,7 +10207,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10175,7 +10219,7 @@ def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_UsageUpdate, path, ctx)
     return inst
 
 
@@ -10230,7 +10274,7 @@ def _d_CompleteElicitationNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10242,7 +10286,9 @@ def _d_CompleteElicitationNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CompleteElicitationNotification, path, ctx)
+    )
     return inst
 
 
@@ -10295,7 +10341,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -10305,7 +10351,7 @@ def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientRequest, path, ctx)
     return inst
 
 
@@ -10344,7 +10390,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.auth = UNSET
         inst.elicitation = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("auth", _MISSING)
     if v is _MISSING:
@@ -10371,7 +10417,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10383,7 +10429,7 @@ def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCa
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ClientCapabilities, path, ctx)
     return inst
 
 
@@ -10459,7 +10505,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.capabilities = ClientCapabilities()
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(["capabilities"])
         return inst
     v = obj.get("capabilities", _MISSING)
@@ -10475,7 +10521,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         inst.__acp_absent__ = frozenset(absent)
         return inst
     v = obj.get("_meta", _MISSING)
@@ -10488,7 +10534,7 @@ def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Initializ
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_InitializeRequest, path, ctx)
     inst.__acp_absent__ = frozenset(absent)
     return inst
 
@@ -10544,7 +10590,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.terminal = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("terminal", _MISSING)
     if v is _MISSING:
@@ -10560,7 +10606,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10572,7 +10618,7 @@ def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabi
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_AuthCapabilities, path, ctx)
     return inst
 
 
@@ -10624,7 +10670,7 @@ def _d_TerminalAuthCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10636,7 +10682,7 @@ def _d_TerminalAuthCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_TerminalAuthCapabilities, path, ctx)
     return inst
 
 
@@ -10681,7 +10727,7 @@ def _d_ElicitationCapabilities(
         inst.form = UNSET
         inst.url = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("form", _MISSING)
     if v is _MISSING:
@@ -10708,7 +10754,7 @@ def _d_ElicitationCapabilities(
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10720,7 +10766,7 @@ def _d_ElicitationCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ElicitationCapabilities, path, ctx)
     return inst
 
 
@@ -10775,7 +10821,7 @@ def _d_ElicitationFormCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10787,7 +10833,9 @@ def _d_ElicitationFormCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationFormCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10830,7 +10878,7 @@ def _d_ElicitationUrlCapabilities(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10842,7 +10890,9 @@ def _d_ElicitationUrlCapabilities(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationUrlCapabilities, path, ctx)
+    )
     return inst
 
 
@@ -10890,7 +10940,7 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10902,7 +10952,7 @@ def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthR
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_LoginAuthRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_LoginAuthRequest, path, ctx)
     return inst
 
 
@@ -10948,7 +10998,7 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -10960,7 +11010,7 @@ def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAut
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_LogoutAuthRequest, path, ctx)
     return inst
 
 
@@ -11014,7 +11064,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.additional_directories = UNSET
         inst.mcp_servers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -11078,7 +11128,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11090,7 +11140,7 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_NewSessionRequest, path, ctx)
     return inst
 
 
@@ -11158,7 +11208,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11170,7 +11220,7 @@ def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_HttpHeader, path, ctx)
     return inst
 
 
@@ -11226,7 +11276,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.headers = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("headers", _MISSING)
     if v.__class__ is list:
@@ -11245,7 +11295,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if n == 3:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11257,7 +11307,7 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
+    inst.extra = _NO_EXTRA if n == 4 else _extra_fields(obj, _K_McpServerHttp, path, ctx)
     return inst
 
 
@@ -11321,7 +11371,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.args = UNSET
         inst.env = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("args", _MISSING)
     if v.__class__ is list:
@@ -11354,7 +11404,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if n == 4:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11366,7 +11416,7 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
+    inst.extra = _NO_EXTRA if n == 5 else _extra_fields(obj, _K_McpServerStdio, path, ctx)
     return inst
 
 
@@ -11418,7 +11468,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.cwd = UNSET
         inst.cursor = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("cwd", _MISSING)
     if v.__class__ is str:
@@ -11443,7 +11493,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
     if n == 2:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11455,7 +11505,7 @@ def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSes
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_ListSessionsRequest, path, ctx)
     return inst
 
 
@@ -11507,7 +11557,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11519,7 +11569,7 @@ def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Delete
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_DeleteSessionRequest, path, ctx)
     return inst
 
 
@@ -11579,7 +11629,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.mcp_servers = UNSET
         inst.replay_from = UNSET
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("additionalDirectories", _MISSING)
     if v.__class__ is list:
@@ -11654,7 +11704,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11666,7 +11716,7 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 6 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 6 else _extra_fields(obj, _K_ResumeSessionRequest, path, ctx)
     return inst
 
 
@@ -11733,7 +11783,7 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
     if (n := len(obj) - ("type" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11745,7 +11795,7 @@ def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromS
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ReplayFromStart, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ReplayFromStart, path, ctx)
     return inst
 
 
@@ -11790,7 +11840,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11802,7 +11852,7 @@ def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSe
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CloseSessionRequest, path, ctx)
     return inst
 
 
@@ -11870,7 +11920,7 @@ def _d_SetSessionConfigOptionRequestId(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11882,7 +11932,9 @@ def _d_SetSessionConfigOptionRequestId(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestId, path, ctx)
+    )
     return inst
 
 
@@ -11958,7 +12010,7 @@ def _d_SetSessionConfigOptionRequestBoolean(
     if (n := len(obj) - ("type" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -11971,7 +12023,9 @@ def _d_SetSessionConfigOptionRequestBoolean(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 4 else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
+        _NO_EXTRA
+        if n == 4
+        else _extra_fields(obj, _K_SetSessionConfigOptionRequestBoolean, path, ctx)
     )
     return inst
 
@@ -12050,7 +12104,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12062,7 +12116,7 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
+    inst.extra = _NO_EXTRA if n == 3 else _extra_fields(obj, _K_PromptRequest, path, ctx)
     return inst
 
 
@@ -12127,7 +12181,9 @@ def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> Client
         _missing(path, "result")
     else:
         inst.result = v
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
+    )
     return inst
 
 
@@ -12170,7 +12226,9 @@ def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientR
         _missing(path, "error")
     else:
         inst.error = _d_Error(v, (path, "error"), ctx)
-    inst.extra = {} if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
+    )
     return inst
 
 
@@ -12216,7 +12274,7 @@ def _d_RequestPermissionResponse(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12228,7 +12286,9 @@ def _d_RequestPermissionResponse(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_RequestPermissionResponse, path, ctx)
+    )
     return inst
 
 
@@ -12267,7 +12327,7 @@ def _d_RequestPermissionOutcomeCancelled(
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
-        {}
+        _NO_EXTRA
         if len(obj) - ("outcome" in obj) == 0
         else _extra_fields(obj, _K_RequestPermissionOutcomeCancelled, path, ctx)
     )
@@ -12318,7 +12378,7 @@ def _d_SelectedPermissionOutcome(
     if (n := len(obj) - ("outcome" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12330,7 +12390,9 @@ def _d_SelectedPermissionOutcome(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_SelectedPermissionOutcome, path, ctx)
+    )
     return inst
 
 
@@ -12377,7 +12439,7 @@ def _d_CreateElicitationResponseAccept(
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12392,7 +12454,7 @@ def _d_CreateElicitationResponseAccept(
     if n == 1:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -12402,7 +12464,9 @@ def _d_CreateElicitationResponseAccept(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CreateElicitationResponseAccept, path, ctx)
+    )
     return inst
 
 
@@ -12454,7 +12518,7 @@ def _d_CreateElicitationResponseDecline(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12467,7 +12531,7 @@ def _d_CreateElicitationResponseDecline(
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
     inst.extra = (
-        {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseDecline, path, ctx)
     )
     return inst
 
@@ -12512,7 +12576,7 @@ def _d_CreateElicitationResponseCancel(
     if (n := len(obj) - ("action" in obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12524,7 +12588,9 @@ def _d_CreateElicitationResponseCancel(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 1 else _extra_fields(obj, _K_CreateElicitationResponseCancel, path, ctx)
+    )
     return inst
 
 
@@ -12568,7 +12634,7 @@ def _d_ElicitationAcceptAction(
     if (n := len(obj)) == 0:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.content = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("content", _MISSING)
     if v is _MISSING:
@@ -12578,7 +12644,7 @@ def _d_ElicitationAcceptAction(
         inst.content = None
     else:
         inst.content = _map_of(v, (path, "content"), ctx, _d_ElicitationContentValue)
-    inst.extra = {} if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
+    inst.extra = _NO_EXTRA if n == 1 else _extra_fields(obj, _K_ElicitationAcceptAction, path, ctx)
     return inst
 
 
@@ -12622,7 +12688,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -12632,7 +12698,7 @@ def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNo
         inst.params = None
     else:
         inst.params = v
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
+    inst.extra = _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ClientNotification, path, ctx)
     return inst
 
 
@@ -12676,7 +12742,7 @@ def _d_CancelSessionNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12688,7 +12754,9 @@ def _d_CancelSessionNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelSessionNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelSessionNotification, path, ctx)
+    )
     return inst
 
 
@@ -12739,7 +12807,7 @@ def _d_ProtocolLevelNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.params = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("params", _MISSING)
     if v is _MISSING:
@@ -12749,7 +12817,9 @@ def _d_ProtocolLevelNotification(
         inst.params = None
     else:
         inst.params = _d_CancelRequestNotification(v, (path, "params"), ctx)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_ProtocolLevelNotification, path, ctx)
+    )
     return inst
 
 
@@ -12791,7 +12861,7 @@ def _d_CancelRequestNotification(
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
-        inst.extra = {}
+        inst.extra = _NO_EXTRA
         return inst
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -12803,7 +12873,9 @@ def _d_CancelRequestNotification(
         inst.meta = None
     else:
         inst.meta = _tolerate(ctx, (path, "_meta"), "object", v, UNSET)
-    inst.extra = {} if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    inst.extra = (
+        _NO_EXTRA if n == 2 else _extra_fields(obj, _K_CancelRequestNotification, path, ctx)
+    )
     return inst
 
 

@@ -29,7 +29,7 @@ from .dispatch import Dispatcher, RequestError
 from .methods import METHODS, PROTOCOL_VERSION, MethodSpec
 from .process import AgentProcess
 from .remote_client import RemoteAgent, RemoteUnavailable
-from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset
+from .types import UNSET, DecodeContext, DecodeError, LenientWarning, Unset, or_none
 
 SCHEMA_RELEASE: Final = "2.0.0-alpha.3"
 SCHEMA_SHA256: Final = "e3baf2daec8074a80e4366d8374d434c320a1f738b0552859f39790c775c109e"
@@ -65,5 +65,6 @@ __all__ = [
     "WireLog",
     "contrib",
     "helpers",
+    "or_none",
     "types",
 ]

@@ -18,7 +18,7 @@ import datetime
 import enum
 import uuid
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 _INF: Final = float("inf")
 
@@ -38,6 +38,15 @@ class Unset(enum.Enum):
 
 
 UNSET: Final = Unset.UNSET
+_T = TypeVar("_T")
+
+
+def or_none(value: _T | None | Unset) -> _T | None:
+    """An optional field's value, absent (`UNSET`) read as None: `or_none(update.title)`.
+
+    One call where absent and null mean the same to you; where they differ (`title: null`
+    clears a title, absent leaves it), compare with `UNSET` instead."""
+    return None if value is UNSET else value
 
 
 def json_default(value: object) -> Any:
