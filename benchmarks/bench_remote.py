@@ -72,9 +72,13 @@ def make_ours() -> Any:
                 await self.peer.session_update(session_id=params.session_id, update=chunk)
             return at.PromptResponse(stop_reason="end_turn")
 
-    # Authentication and the Host/Origin checks on, as a deployment has them (issue 28).
+    # Authentication and the Host/Origin checks on, as a deployment has them (issue 28). Every client
+    # comes from 127.0.0.1, so the per-address cap (256) is off, as the connection cap is.
+    from agent.remote_limits import Limits
+
     tokens = agent.BearerTokens({TOKEN: "bench"})
-    return agent.asgi_app(Ours, max_connections=None, idle_timeout=None, authenticate=tokens)
+    limits = Limits(max_per_client=None)
+    return agent.asgi_app(Ours, max_connections=None, idle_timeout=None, authenticate=tokens, limits=limits)
 
 
 def make_sdk() -> Any:

@@ -6,7 +6,8 @@
   releases' but for the goldens (tests/test_releases.py: KIT_FOR_ALL); pyright over the kit of
   generated/agent and generated/client only (conftest.py: `pyright_left_out`); the broken
   agents over stdio only where no in-process run checks the same class (test_conformance.py:
-  BROKEN_STDIO); ruff and black compared on the default target's schema and the shape
+  BROKEN_STDIO), and upstream's SDK example agent through the checks it fails and a turn's
+  core only (test_conformance.py: SDK_EXAMPLE); ruff and black compared on the default target's schema and the shape
   schemas (tests/test_format.py);
 - `slow`: the full budgets (the fuzz tests' 10,800 cases, 100 examples per property), every
   kit, every broken agent over stdio, and ruff against black on every bundled schema: for a

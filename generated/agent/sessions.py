@@ -14,6 +14,7 @@ on a session whose turn runs (in any process sharing the store) is refused with 
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Sequence
 from typing import ClassVar, cast
 
@@ -87,11 +88,11 @@ class Session(LiveSession):
 
     async def say(self, text: str) -> None:
         """Send (and record) an agent message chunk of `text`."""
-        await self.send(update_agent_message_text(text))
+        await self.send_wire(update_agent_message_text(text).to_dict())
 
     async def think(self, text: str) -> None:
         """Send (and record) an agent thought chunk of `text`."""
-        await self.send(update_agent_thought_text(text))
+        await self.send_wire(update_agent_thought_text(text).to_dict())
 
 
 class SessionAgent(Agent):
@@ -125,7 +126,7 @@ class SessionAgent(Agent):
                 self.store,
                 FEATURES,
                 self._notify,
-                self._notify_encoded,
+                functools.partial(self.peer.connection.notify_encoded, methods.SESSION_UPDATE),
                 lambda: self.principal.id,
                 modes=[mode.to_dict() for mode in self.modes],
                 config_options=[option.to_dict() for option in self.config_options],
@@ -140,9 +141,6 @@ class SessionAgent(Agent):
         await self.peer.connection.notify(
             methods.SESSION_UPDATE, {"sessionId": session_id, "update": update}
         )
-
-    async def _notify_encoded(self, params: bytes) -> None:
-        await self.peer.connection.notify_encoded(methods.SESSION_UPDATE, params)
 
     @abc.abstractmethod
     async def turn(self, session: Session, prompt: list[types.ContentBlock]) -> str | None:

@@ -14,6 +14,7 @@ on a session whose turn runs (in any process sharing the store) is refused with 
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Sequence
 from typing import ClassVar, cast
 
@@ -108,7 +109,7 @@ class SessionAgent(Agent):
                 self.store,
                 FEATURES,
                 self._notify,
-                self._notify_encoded,
+                functools.partial(self.peer.connection.notify_encoded, methods.SESSION_UPDATE),
                 lambda: self.principal.id,
                 config_options=[option.to_dict() for option in self.config_options],
                 batch=self.batch,
@@ -122,9 +123,6 @@ class SessionAgent(Agent):
         await self.peer.connection.notify(
             methods.SESSION_UPDATE, {"sessionId": session_id, "update": update}
         )
-
-    async def _notify_encoded(self, params: bytes) -> None:
-        await self.peer.connection.notify_encoded(methods.SESSION_UPDATE, params)
 
     @abc.abstractmethod
     async def turn(self, session: Session, prompt: list[types.ContentBlock]) -> str | None:
