@@ -120,6 +120,8 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         "session_live.py": "session_live.py",
         "session_claims.py": "session_claims.py",
         "testing/store_checks.py": "testing/store_checks.py",
+        # check-client --listen: the probe agent served on this package's asgi_app.
+        "testing/client_remote.py": "testing/client_remote.py",
     },
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
     "client": {
