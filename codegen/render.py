@@ -112,6 +112,7 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         # Where the session layer keeps sessions: the store protocol and the in-memory store.
         "session_store.py": "session_store.py",
         # The bundled persistent stores, `open_store(url)`, and the store protocol's own checks.
+        "session_sql.py": "session_sql.py",
         "session_sqlite.py": "session_sqlite.py",
         "session_postgres.py": "session_postgres.py",
         "session_stores.py": "session_stores.py",
