@@ -235,8 +235,10 @@ def _text_forms(h: HelperPlanner, made: dict[str, Builder]) -> None:
 _EDIT_CONTENT_DOC = (
     "\n\n`content` is the edit's payload, kept as the SDK keeps it: in `raw_input` as\n"
     "`{\"path\": path, \"content\": content}`, any JSON value. A generated object there (such as a\n"
-    "`tool_diff_content(...)` diff) encodes as its own `to_dict()`; to show the edit in the\n"
-    "client's UI, pass content blocks in `extra_options`."
+    "`tool_diff_content(...)` diff) encodes as its own `to_dict()`, at any depth; a value JSON\n"
+    "cannot hold (a set, NaN, ...) raises TypeError or ValueError naming its path\n"
+    "(`rawInput.content...`) when the call is encoded. To show the edit in the client's UI, pass\n"
+    "content blocks in `extra_options`."
 )
 
 

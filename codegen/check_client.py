@@ -34,6 +34,7 @@ from .check_cli import (
 )
 
 MODULE = "testing.client_conformance"
+REMOTE_MODULE = "testing.client_remote"
 
 
 def check_client_command(
@@ -63,6 +64,13 @@ def check_client_command(
         metavar="TEXT",
         help="Written to the client's own stdin, then EOF (an interactive client's prompt).",
     ),
+    listen: str | None = typer.Option(
+        None,
+        "--listen",
+        metavar="HOST:PORT",
+        help="Check a remote client: serve the probe agent at HOST:PORT over WebSocket, then Streamable HTTP, "
+        "running the client command once per profile with {url} in it.",
+    ),
 ) -> None:
     """Check that an ACP client follows the protocol: `acp-codegen check-client -- acpx --agent "{agent}" exec hi`.
 
@@ -81,6 +89,24 @@ def check_client_command(
         list_checks(conformance)
     if not command:
         fail_usage("no client command", 'acp-codegen check-client -- acpx --agent "{agent}" exec hello')
+    if listen is not None:
+        _check_remote(
+            command,
+            listen,
+            timeout,
+            startup_timeout,
+            idle,
+            max_time,
+            env,
+            cwd,
+            stdin,
+            select,
+            schema,
+            unstable,
+            strict,
+            Output(as_json, junit_xml),
+        )
+        return
     if not any("{agent}" in arg for arg in command):
         fail_usage(
             "the client command has no {agent}",
@@ -112,3 +138,65 @@ def check_client_command(
         typer.echo(f"error: cannot start the client {command[0]!r}: {exc}", err=True)
         raise typer.Exit(2) from None
     finish(conformance, report, Output(as_json, junit_xml), strict)
+
+
+def _check_remote(
+    command: list[str],
+    listen: str,
+    timeout: float,
+    startup_timeout: float,
+    idle: float,
+    max_time: float,
+    env: list[str] | None,
+    cwd: str | None,
+    stdin: str,
+    select: str | None,
+    schema: str | None,
+    unstable: bool,
+    strict: bool,
+    output: Output,
+) -> None:
+    """check-client --listen: the probe agent served on asgi_app, the client given {url}."""
+    if not any("{url}" in arg for arg in command):
+        fail_usage(
+            "with --listen, the client command needs {url}",
+            "put it where the client takes its agent's URL: my-editor --agent-url {url}",
+        )
+    if shutil.which(command[0]) is None:
+        fail_usage(f"client command {command[0]!r} not found or not executable")
+    for name, value in (
+        ("--timeout", timeout),
+        ("--startup-timeout", startup_timeout),
+        ("--idle", idle),
+        ("--max-time", max_time),
+    ):
+        positive(name, value)
+    extra_env = parse_env(env)
+    workdir = parse_cwd(cwd)
+    conformance = load_conformance(schema, unstable, "agent", MODULE)
+    remote = load_conformance(schema, unstable, "agent", REMOTE_MODULE)
+    try:
+        remote.parse_listen(listen)
+    except ValueError as exc:
+        fail_usage(str(exc))
+    options = conformance.ClientOptions(timeout=timeout, startup_timeout=startup_timeout, idle=idle, max_time=max_time)
+    try:
+        report = remote.check_client_listen(
+            command,
+            listen,
+            options,
+            cwd=workdir,
+            env=child_env(extra_env),
+            select=parse_selection(conformance, select),
+            stdin=stdin.encode(),
+        )
+    except ImportError as exc:
+        typer.echo(
+            f"error: check-client --listen needs uvicorn and hypercorn ({exc}): pip install 'acp-codegen[remote]'",
+            err=True,
+        )
+        raise typer.Exit(2) from None
+    except OSError as exc:  # the address cannot be bound, the client cannot be started
+        typer.echo(f"error: cannot check the client on {listen}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    finish(conformance, report, output, strict)

@@ -112,6 +112,7 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         # Where the session layer keeps sessions: the store protocol and the in-memory store.
         "session_store.py": "session_store.py",
         # The bundled persistent stores, `open_store(url)`, and the store protocol's own checks.
+        "session_sql.py": "session_sql.py",
         "session_sqlite.py": "session_sqlite.py",
         "session_postgres.py": "session_postgres.py",
         "session_stores.py": "session_stores.py",
@@ -120,6 +121,8 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         "session_live.py": "session_live.py",
         "session_claims.py": "session_claims.py",
         "testing/store_checks.py": "testing/store_checks.py",
+        # check-client --listen: the probe agent served on this package's asgi_app.
+        "testing/client_remote.py": "testing/client_remote.py",
     },
     # Reaching a remote agent (and checking one over the remote transport) is the client's business.
     "client": {

@@ -374,3 +374,84 @@ def test_silence_is_blamed_on_the_first_unanswered_request() -> None:
         "client-permission-answered",
     )
     assert report.verdict() == "not conformant: client-permission-answered"
+
+
+# -- check-client --listen (issue 30 §5): remote clients, both profiles, the RFD's client rules --
+REMOTE_FAULTY = CLIENTS / "remote_faulty_client.py"
+SDK_REMOTE = CLIENTS / "sdk_remote_client.py"
+REMOTE_RUNS = {
+    "ours": [sys.executable, str(REMOTE_FAULTY), "none", "{url}"],
+    "no-cookies": [sys.executable, str(REMOTE_FAULTY), "no-cookies", "{url}"],
+    "ws-only": [sys.executable, str(REMOTE_FAULTY), "ws-only", "{url}"],
+    "sdk": [sys.executable, str(SDK_REMOTE), "{url}"],
+}
+
+
+@pytest.fixture(scope="module")
+def remote_runs(request: pytest.FixtureRequest) -> Iterator[Background[Report]]:
+    """The remote client runs of the selected tests, together (each serves the probe agent on
+    its own free port, WebSocket then Streamable HTTP; they mostly wait)."""
+    from agent.testing.client_remote import check_client_listen
+
+    names = {name for item in selected(request) for name in REMOTE_RUNS if f"[{name}]" in item.name}
+    background: Background[Report] = Background("client-remote", max(1, len(names)))
+    for name in sorted(names):
+        argv = REMOTE_RUNS[name]
+        background.start(name, lambda argv=argv: check_client_listen(argv, "127.0.0.1:0", OPTIONS))
+    yield background
+    background.close()
+
+
+REMOTE_FAULTS = {
+    "ours": set(),  # connect_remote: cookies kept, both headers on session POSTs
+    "no-cookies": {"client-remote-cookies"},
+    "ws-only": {"client-remote-profiles"},
+    # agent-client-protocol 0.12.1 answers the agent's requests (the permission request)
+    # without Acp-Session-Id, which the RFD requires on "permission responses"
+    "sdk": {"client-remote-session-header"},
+}
+
+
+@pytest.mark.parametrize("name", list(REMOTE_FAULTS))
+def test_listen_judges_remote_clients(remote_runs: Background[Report], name: str) -> None:
+    report = remote_runs.result(name)
+    assert failed(report) == REMOTE_FAULTS[name], str(report)
+    remote = {r.check.id: r.status for r in report.results if r.check.id.startswith("client-remote-")}
+    assert set(remote) == {"client-remote-profiles", "client-remote-cookies", "client-remote-session-header"}
+    if name == "ours":
+        assert set(remote.values()) == {"passed"}, str(report)
+        assert status(report, "client-permission-answered") == "passed"  # judged as over stdio
+    if name == "no-cookies":
+        assert "without the cookie the server set" in report.result("client-remote-cookies").detail
+    if name == "ws-only":
+        assert "never connected over Streamable HTTP" in report.result("client-remote-profiles").detail
+        assert status(report, "client-initialize-first") == "passed"  # the WebSocket run counts
+    if name == "sdk":
+        result = report.result("client-remote-session-header")
+        assert "Acp-Session-Id None" in result.detail and '"outcome"' in (result.offending or "")
+
+
+@pytest.fixture
+def golden_remote(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check-client --listen on the golden agent package (no generation into a cache)."""
+    import agent.testing.client_conformance as golden
+    import agent.testing.client_remote as remote
+
+    import codegen.check_client
+
+    modules = {codegen.check_client.MODULE: golden, codegen.check_client.REMOTE_MODULE: remote}
+    monkeypatch.setattr(codegen.check_client, "load_conformance", lambda *args: modules[args[-1]])
+
+
+@pytest.mark.usefixtures("golden_remote")
+def test_cli_listen(tmp_path: Path) -> None:
+    runner = CliRunner()
+    argv = ["check-client", "--json", "--timeout", "3", "--idle", "2", "--listen", "127.0.0.1:0", "--"]
+    result = runner.invoke(app, [*argv, sys.executable, str(REMOTE_FAULTY), "no-cookies", "{url}"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    assert [r["id"] for r in report["results"] if r["status"] == "failed"] == ["client-remote-cookies"]
+    no_url = runner.invoke(app, [*argv, sys.executable, "client.py", "{agent}"])
+    assert no_url.exit_code == 2 and "{url}" in no_url.output
+    bad = runner.invoke(app, ["check-client", "--listen", "nowhere", "--", sys.executable, "c.py", "{url}"])
+    assert bad.exit_code == 2 and "HOST:PORT" in bad.output

@@ -5,6 +5,7 @@ the check it breaks), the official SDK's example agent, and `acp-codegen check-a
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
@@ -584,3 +585,28 @@ def test_an_agent_that_exits_at_once_cannot_be_checked(runs: Runs) -> None:
     assert report.result("exit-on-eof").status == "passed"
     assert report.cannot_run.startswith("it exited before answering initialize")
     assert report.exit_code() == 2
+
+
+def test_strict_reports_unknown_fields_on_its_fast_path() -> None:
+    """schema-strict decodes a clean message without walking it (issue 30 §2's flood speed);
+    one with an unknown field or variant still gets its warning, by wire path."""
+    from agent.testing.conformance_messages import strict
+    from agent.testing.scripted import Line
+
+    clean = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {
+        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}}  # fmt: skip
+    odd = json.loads(json.dumps(clean))
+    odd["params"]["update"]["content"]["shiny"] = 1
+
+    class Client:
+        received = [Line(i, json.dumps(m).encode(), m) for i, m in enumerate((clean, odd, clean))]
+
+        def sent_method(self, msg_id: object) -> None:
+            return None
+
+    class Run:
+        client = Client()
+
+    outcome = strict([Run()])  # type: ignore[list-item]  # the attributes strict reads
+    assert outcome[0] == "passed"
+    assert outcome[3] == ["session/update: params.update.content.shiny: unknown field"]

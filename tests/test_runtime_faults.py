@@ -573,6 +573,9 @@ ALLOWED_IMPORT_MODULE = {
     "remote_options.py": "module",
     # PostgresStore's optional driver, imported only when that store is opened (a constant name)
     "session_postgres.py": "'psycopg'",
+    # check-client --listen's ASGI servers (uvicorn, hypercorn), imported only then: `name` is
+    # typed as a Literal of those names (client_remote.ServerModule)
+    "client_remote.py": "name",
 }
 
 

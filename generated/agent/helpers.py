@@ -409,8 +409,10 @@ def start_edit_tool_call(
 
     `content` is the edit's payload, kept as the SDK keeps it: in `raw_input` as
     `{"path": path, "content": content}`, any JSON value. A generated object there (such as a
-    `tool_diff_content(...)` diff) encodes as its own `to_dict()`; to show the edit in the
-    client's UI, pass content blocks in `extra_options`."""
+    `tool_diff_content(...)` diff) encodes as its own `to_dict()`, at any depth; a value JSON
+    cannot hold (a set, NaN, ...) raises TypeError or ValueError naming its path
+    (`rawInput.content...`) when the call is encoded. To show the edit in the client's UI, pass
+    content blocks in `extra_options`."""
     return types.ToolCall(
         tool_call_id=tool_call_id,
         title=title,

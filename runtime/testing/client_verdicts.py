@@ -84,7 +84,9 @@ def _strict(probe: ProbeSession, found: Findings) -> None:
 
 
 def _decode_strict(probe: ProbeSession, line: Line, message: dict[str, Any]) -> list[str]:
-    ctx = types.DecodeContext(strict=True)
+    # The decoder reports unknown fields and variants itself: the walk that names them by
+    # their wire paths runs only for a message that has some (a flood decodes at full speed).
+    ctx = types.DecodeContext(strict=True, report_unknown=True)
     method = line.method
     if method is not None:
         spec = METHODS.get(method)
@@ -94,7 +96,8 @@ def _decode_strict(probe: ProbeSession, line: Line, message: dict[str, Any]) -> 
             return [f"the client sent {method!r}, a method agents do not handle"]
         raw: Any = message.get("params")
         raw = {} if raw is None else raw
-        return unknown_warnings(spec.decode_params(raw, ctx), raw, "params", method)
+        decoded = spec.decode_params(raw, ctx)
+        return [] if not ctx.warnings else unknown_warnings(decoded, raw, "params", method)
     if "result" not in message:
         return []
     sent = probe.sent_method(message.get("id"))
@@ -102,7 +105,10 @@ def _decode_strict(probe: ProbeSession, line: Line, message: dict[str, Any]) -> 
     if spec is None or spec.decode_result is None:
         return []  # the answer to the probe's unknown `_` request
     raw = message["result"]
-    return unknown_warnings(spec.decode_result(raw, ctx), raw, "result", f"{sent} result")
+    decoded = spec.decode_result(raw, ctx)
+    if not ctx.warnings:
+        return []
+    return unknown_warnings(decoded, raw, "result", f"{sent} result")
 
 
 def _initialize(probe: ProbeSession, found: Findings) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
@@ -49,7 +50,7 @@ from .conformance_output import Matcher, compile_selection, report_json
 from .conformance_output import junit_xml as _junit_xml
 from .conformance_report import Report, assert_conforms
 from .memstream import memory_streams
-from .probe import Findings, ProbeSession
+from .probe import Findings, ProbeSession, Turn
 from .probe_scenario import run_turn
 from .runners import process_notes
 
@@ -107,12 +108,12 @@ def expand_agent(argv: Sequence[str], probe: Sequence[str]) -> list[str]:
     return out
 
 
-class _Probe:
+class Probe:
     """Every connection of one run, and the watch that decides when the run is over."""
 
-    def __init__(self, options: ClientOptions) -> None:
+    def __init__(self, options: ClientOptions, findings: Findings | None = None) -> None:
         self.options = options
-        self.findings = Findings()
+        self.findings = findings or Findings()
         self.sessions: list[ProbeSession] = []
         self.tasks: list[asyncio.Future[None]] = []
         self.relays: list[int] = []
@@ -123,6 +124,14 @@ class _Probe:
         session = ProbeSession(reader, writer, self.findings, self.options, number, run_turn)
         self.sessions.append(session)
         self.tasks.append(asyncio.ensure_future(session.connection.run()))
+        return session
+
+    def attached(self, turn: Turn) -> ProbeSession:
+        """A session for a connection a transport runs (`client_remote`): it records the wire."""
+        session = ProbeSession(
+            None, None, self.findings, self.options, len(self.sessions) + 1, turn
+        )
+        self.sessions.append(session)
         return session
 
     async def on_socket(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -155,7 +164,8 @@ class _Probe:
 
     async def close(self) -> None:
         for session in self.sessions:
-            await session.connection.close()
+            if not session.external:  # a transport's connection is the transport's to close
+                await session.connection.close()
         if self.tasks:
             await asyncio.wait(self.tasks, timeout=2.0)
         for task in self.tasks:
@@ -210,7 +220,7 @@ async def check_client_async(
 ) -> Report:
     """`check_client`, for a caller already in an event loop."""
     options = options or ClientOptions()
-    probe = _Probe(options)
+    probe = Probe(options)
     (probe_reader, probe_writer), (client_reader, client_writer) = memory_streams()
     probe.serve(probe_reader, probe_writer)
     client = asyncio.ensure_future(run_client(client_reader, client_writer))
@@ -260,51 +270,74 @@ async def _check_command(
     folder = tempfile.mkdtemp(prefix="acp-check-client-")
     channel = os.path.join(folder, "probe.sock")
     command = expand_agent(argv, [_probe_script(folder, channel)])
-    probe = _Probe(options)
+    probe = Probe(options)
     listener = await asyncio.start_unix_server(probe.on_socket, path=channel)
+    try:
+        done = await run_client(command, probe, options, cwd, env, stdin)
+    finally:
+        listener.close()
+        await probe.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    return probe.report(shlex.join(argv), done.cannot_run, done.stderr, select, done.notes)
+
+
+@dataclasses.dataclass
+class ClientRun:
+    """What one run of a client command left: its stderr tail, the process findings, and why
+    it could not be checked (empty if it could)."""
+
+    stderr: list[str]
+    notes: list[str]
+    cannot_run: str
+
+
+async def run_client(
+    command: list[str],
+    probe: Probe,
+    options: ClientOptions,
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    stdin: bytes,
+) -> ClientRun:
+    """Run the client `command` (its agent already expanded) until `probe` says the run is
+    over; the client's process group is stopped then."""
     stderr: list[str] = []
     stdout: list[str] = []
     cannot_run = ""
-    notes: list[str] = []
 
     def on_stderr(line: str) -> None:
         stderr.append(line)
         del stderr[:-_TAIL]
 
-    try:
-        async with spawn_process(
-            command,
-            cwd=cwd,
-            env=env,
-            on_stderr_line=on_stderr,
-            shutdown_timeout=1.0,
-            terminate_timeout=1.0,
-        ) as child:
-            with contextlib.suppress(ConnectionError, OSError, RuntimeError):
-                child.stdin.write(stdin)
-                child.stdin.close()  # a client reading its own stdin gets EOF, not a hang
-            drain = asyncio.ensure_future(_drain(child.stdout, stdout))
-            exited = asyncio.ensure_future(child.wait())
-            try:
-                await probe.watch(exited)
-                child.note_descendants()
-            finally:
-                exited.cancel()
-        notes = process_notes(child, "client")
-        if not probe.sessions:
-            status = child.returncode
-            cannot_run = "the client never started the probe agent (or stopped it at once)" + (
-                f"; it {describe_exit(status)}" if status is not None else ""
-            )
-            tail = " | ".join(line for line in (stderr or stdout)[-8:] if line.strip())
-            cannot_run += f"; its output: {tail[-600:]}" if tail else ""
-        await asyncio.wait({drain}, timeout=1.0)
-        drain.cancel()
-    finally:
-        listener.close()
-        await probe.close()
-        shutil.rmtree(folder, ignore_errors=True)
-    return probe.report(shlex.join(argv), cannot_run, stderr, select, notes)
+    async with spawn_process(
+        command,
+        cwd=cwd,
+        env=env,
+        on_stderr_line=on_stderr,
+        shutdown_timeout=1.0,
+        terminate_timeout=1.0,
+    ) as child:
+        with contextlib.suppress(ConnectionError, OSError, RuntimeError):
+            child.stdin.write(stdin)
+            child.stdin.close()  # a client reading its own stdin gets EOF, not a hang
+        drain = asyncio.ensure_future(_drain(child.stdout, stdout))
+        exited = asyncio.ensure_future(child.wait())
+        try:
+            await probe.watch(exited)
+            child.note_descendants()
+        finally:
+            exited.cancel()
+    notes = process_notes(child, "client")
+    if not probe.sessions:
+        status = child.returncode
+        cannot_run = "the client never started the probe agent (or stopped it at once)" + (
+            f"; it {describe_exit(status)}" if status is not None else ""
+        )
+        tail = " | ".join(line for line in (stderr or stdout)[-8:] if line.strip())
+        cannot_run += f"; its output: {tail[-600:]}" if tail else ""
+    await asyncio.wait({drain}, timeout=1.0)
+    drain.cancel()
+    return ClientRun(stderr, notes, cannot_run)
 
 
 def _probe_script(folder: str, channel: str) -> str:

@@ -183,7 +183,37 @@ CLIENT_CHECKS: Final[tuple[Check, ...]] = (
         'the standard "Method not found" error.',
     ),
 )
-CLIENT_CHECKS_BY_ID: Final = {check.id: check for check in CLIENT_CHECKS}
+_RFD = "rfds/streamable-http-websocket-transport.mdx"
+REMOTE_CHECKS: Final[tuple[Check, ...]] = (
+    Check(
+        "client-remote-profiles",
+        "the client works over both WebSocket and Streamable HTTP (check-client --listen)",
+        "MUST",
+        _RFD + " § Elevator pitch",
+        "Clients that support remote ACP over HTTP MUST support both Streamable HTTP and "
+        "WebSocket.",
+    ),
+    Check(
+        "client-remote-cookies",
+        "a cookie the server set is returned on every later request (check-client --listen)",
+        "MUST",
+        _RFD + " § 5. Requires cookie support on HTTP transports",
+        "Clients MUST accept, store, and return cookies set by the server on all HTTP-based "
+        "transports (Streamable HTTP and WebSocket). Cookies MUST be sent on subsequent requests "
+        "to the server for the duration of the connection.",
+    ),
+    Check(
+        "client-remote-session-header",
+        "every session-scoped POST carries Acp-Connection-Id and its Acp-Session-Id "
+        "(check-client --listen)",
+        "MUST",
+        _RFD + " § Streamable HTTP Message Flow",
+        "POST requests for session-scoped operations MUST include both Acp-Connection-Id and "
+        "Acp-Session-Id headers.",
+    ),
+)
+"""The RFD's client rules, checked only when the client is checked remotely (`--listen`)."""
+CLIENT_CHECKS_BY_ID: Final = {check.id: check for check in (*CLIENT_CHECKS, *REMOTE_CHECKS)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,22 +24,24 @@ from contextlib import AbstractAsyncContextManager
 from types import ModuleType
 from typing import Any, Final, Protocol, TypeVar
 
+from .session_sql import (
+    RECORD_COLUMNS,
+    dumps,
+    entries_text,
+    list_sql,
+    record_from_row,
+    replay_sql,
+)
 from .session_sqlite import SCHEMA_VERSION, STORE_KIND
 from .session_store import (
     DEFAULT_CLAIM_TTL,
-    RECORD_COLUMNS,
     Page,
     SessionExists,
     SessionRecord,
     StoreError,
     StoreUnavailable,
     StoreVersionError,
-    dumps,
-    entries_text,
     holder_is_dead,
-    list_sql,
-    record_from_row,
-    replay_sql,
 )
 
 __all__ = ["INSTALL_HINT", "PostgresStore"]

@@ -24,20 +24,22 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from .session_sql import (
+    RECORD_COLUMNS,
+    dumps,
+    entries_text,
+    list_sql,
+    record_from_row,
+    replay_sql,
+)
 from .session_store import (
     DEFAULT_CLAIM_TTL,
-    RECORD_COLUMNS,
     Page,
     SessionExists,
     SessionRecord,
     StoreUnavailable,
     StoreVersionError,
-    dumps,
-    entries_text,
     holder_is_dead,
-    list_sql,
-    record_from_row,
-    replay_sql,
 )
 
 __all__ = ["SCHEMA_VERSION", "STORE_KIND", "SqliteStore"]

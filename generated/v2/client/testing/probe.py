@@ -15,6 +15,7 @@ either role's package, in-process or behind `probe_relay` over a socket.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 from collections.abc import Awaitable, Callable
@@ -189,18 +190,33 @@ class _Handler:
         return None
 
 
+class Served(_Handler):
+    """The probe's agent methods as a transport's connection calls them (`client_remote`):
+    connected, it gives the session that connection (`on_connect`, as an `Agent` gets it)."""
+
+    def __init__(self, session: ProbeSession) -> None:
+        super().__init__(session)
+        self.session = session
+
+    def on_connect(self, peer: Any) -> None:
+        self.session.attach(peer.connection)
+
+
 class ProbeSession:
     """One connection to the client under test: the probe agent's side of it."""
 
     def __init__(
         self,
-        reader: Reader,
-        writer: Writer,
+        reader: Reader | None,
+        writer: Writer | None,
         findings: Findings,
         options: ClientOptions,
         number: int,
         turn: Turn,
     ) -> None:
+        """Over `reader`/`writer` the session makes its own connection and records it with a
+        tap; without them (a remote one, `client_remote`), `attach` gives it the transport's
+        connection and the transport records the wire (`record`)."""
         self.findings = findings
         self.turn = turn
         """What a prompt turn does (`probe_scenario.run_turn`)."""
@@ -223,13 +239,44 @@ class ProbeSession:
         self.cancel_lines: dict[str, Line] = {}
         self.waiting = 0  # requests of ours awaiting the client's answer
         self.last_activity = asyncio.get_running_loop().time()
-        self.connection = Connection(
-            Dispatcher(_Handler(self), AGENT_HANDLES, types.DecodeContext()),
-            reader,
-            writer,
-            shutdown_grace=0.5,
-            tap=self._record,
-        )
+        self.requests = 0  # sent on an attached connection: its ids count from 0
+        self.recorded = asyncio.Event()  # set on every line recorded (an attached connection)
+        self.external = reader is None or writer is None
+        if not self.external:
+            assert reader is not None and writer is not None
+            self.connection = Connection(
+                Dispatcher(_Handler(self), AGENT_HANDLES, types.DecodeContext()),
+                reader,
+                writer,
+                shutdown_grace=0.5,
+                tap=self._record,
+            )
+
+    def handler(self) -> Served:
+        """What a transport's dispatcher calls for the agent methods (`attach`ed on connect)."""
+        return Served(self)
+
+    def attach(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def record(self, direction: Direction, raw: bytes) -> None:
+        """One message as the transport carried it (an attached connection)."""
+        self._record(direction, raw)
+        self.recorded.set()
+
+    async def _sent(self, mark: int, method: str) -> Line | None:
+        """Over an attached connection the transport records a message after it is sent:
+        the first `method` line sent from `mark` on, once recorded (bounded)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.timeout
+        while loop.time() < deadline:
+            for line in self.sent:
+                if line.index >= mark and line.method == method:
+                    return line
+            self.recorded.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.recorded.wait(), deadline - loop.time())
+        return None
 
     # -- recording -------------------------------------------------------------------
     def _record(self, direction: Direction, raw: bytes) -> None:
@@ -289,6 +336,9 @@ class ProbeSession:
         ids: list[Any] = []
         context = contextvars.copy_context()
         context.run(_sending.set, ids)
+        if self.external:  # the attached connection numbers its requests from 0
+            ids.append(self.requests)
+            self.requests += 1
         task: asyncio.Future[Any] = context.run(
             asyncio.ensure_future, self.connection.request(method, params)
         )
@@ -342,12 +392,15 @@ class ProbeSession:
 
     async def update(self, session_id: str, update: dict[str, Any]) -> Line | None:
         """Send one session/update; the line it went out as."""
+        mark = len(self.lines)
         try:
             await self.connection.notify(
                 "session/update", {"sessionId": session_id, "update": update}
             )
         except ConnectionClosed:
             return None
+        if self.external:
+            return await self._sent(mark, "session/update")
         return self.lines[-1] if self.lines else None
 
     # -- the agent methods -----------------------------------------------------------
