@@ -20,7 +20,7 @@ import py_compile
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, NoReturn
@@ -156,15 +156,18 @@ def child_env(extra: dict[str, str]) -> dict[str, str] | None:
     return dict(os.environ, **extra) if extra else None
 
 
-def parse_selection(module: ModuleType, expr: str | None) -> Callable[[str], bool] | None:
-    """The `-k` matcher (exit 2 on a bad expression); None without `-k`."""
+def parse_selection(
+    module: ModuleType, expr: str | None, extra: Sequence[Any] = ()
+) -> Callable[[str], bool] | None:
+    """The `-k` matcher (exit 2 on a bad expression, or one selecting none of the module's
+    checks and `extra`); None without `-k`."""
     if not expr:
         return None
     try:
         matcher: Callable[[str], bool] = module.compile_selection(expr)
     except ValueError as exc:
         fail_usage(str(exc), "-k 'initialize or session and not load'")
-    if not any(matcher(check.id) for check in module.CHECKS):
+    if not any(matcher(check.id) for check in (*module.CHECKS, *extra)):
         fail_usage(f"-k {expr!r} selects no check", "see the check ids: acp-codegen check-agent --list")
     return matcher
 
@@ -184,9 +187,9 @@ def positive(name: str, value: float) -> float:
     return value
 
 
-def list_checks(module: ModuleType) -> NoReturn:
-    """`--list`: every check id, tier and title; exit 0."""
-    for check in module.CHECKS:
+def list_checks(module: ModuleType, extra: Sequence[Any] = ()) -> NoReturn:
+    """`--list`: every check id, tier and title (the module's, then `extra`); exit 0."""
+    for check in (*module.CHECKS, *extra):
         typer.echo(f"{check.id:<28} {check.tier:<10} {check.title}")
     raise typer.Exit(0)
 

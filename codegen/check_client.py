@@ -85,8 +85,8 @@ def check_client_command(
     if sys.platform == "win32":
         fail_usage("check-client needs a POSIX system (the probe agent talks over a Unix socket)")
     conformance = load_conformance(schema, unstable, "agent", MODULE) if list_only else None
-    if conformance is not None:
-        list_checks(conformance)
+    if conformance is not None:  # the remote checks too: they run with --listen
+        list_checks(conformance, conformance.REMOTE_CHECKS)
     if not command:
         fail_usage("no client command", 'acp-codegen check-client -- acpx --agent "{agent}" exec hello')
     if listen is not None:
@@ -187,7 +187,7 @@ def _check_remote(
             options,
             cwd=workdir,
             env=child_env(extra_env),
-            select=parse_selection(conformance, select),
+            select=parse_selection(conformance, select, conformance.REMOTE_CHECKS),
             stdin=stdin.encode(),
         )
     except ImportError as exc:

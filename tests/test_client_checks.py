@@ -17,6 +17,7 @@ import pytest
 from agent.testing.client_conformance import (  # generated/agent, on sys.path via conftest
     CHECKS,
     PROBE_RELAY,
+    REMOTE_CHECKS,
     ClientOptions,
     assert_client_conforms,
     check_client,
@@ -251,6 +252,10 @@ def test_cli_usage_errors() -> None:
     assert no_agent.exit_code == 2 and "{agent}" in no_agent.output
     listed = runner.invoke(app, ["check-client", "--list"])
     assert listed.exit_code == 0 and all(check.id in listed.output for check in CHECKS)
+    assert all(check.id in listed.output for check in REMOTE_CHECKS)  # with --listen
+    # Over stdio the remote checks do not run: a selection of only them selects nothing.
+    remote_only = runner.invoke(app, ["check-client", "-k", "client-remote", "--", sys.executable, "{agent}"])
+    assert remote_only.exit_code == 2 and "selects no check" in remote_only.output
 
 
 def test_in_process_client_that_raises_cannot_be_checked() -> None:
@@ -446,11 +451,16 @@ def golden_remote(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("golden_remote")
 def test_cli_listen(tmp_path: Path) -> None:
     runner = CliRunner()
-    argv = ["check-client", "--json", "--timeout", "3", "--idle", "2", "--listen", "127.0.0.1:0", "--"]
-    result = runner.invoke(app, [*argv, sys.executable, str(REMOTE_FAULTY), "no-cookies", "{url}"])
+    argv = ["check-client", "--json", "--timeout", "3", "--idle", "2", "--listen", "127.0.0.1:0"]
+    chosen = ["-k", "client-remote or initialize"]  # the remote checks are selectable with --listen
+    result = runner.invoke(app, [*argv, *chosen, "--", sys.executable, str(REMOTE_FAULTY), "no-cookies", "{url}"])
     assert result.exit_code == 1, result.output
     report = json.loads(result.output)
     assert [r["id"] for r in report["results"] if r["status"] == "failed"] == ["client-remote-cookies"]
+    ids = {r["id"] for r in report["results"]}
+    assert {"client-remote-profiles", "client-remote-session-header"} < ids
+    assert all(i.startswith("client-remote") or "initialize" in i for i in ids), ids
+    argv.append("--")
     no_url = runner.invoke(app, [*argv, sys.executable, "client.py", "{agent}"])
     assert no_url.exit_code == 2 and "{url}" in no_url.output
     bad = runner.invoke(app, ["check-client", "--listen", "nowhere", "--", sys.executable, "c.py", "{url}"])

@@ -41,7 +41,7 @@ from typing import Any, Final
 from ..connection import Reader, Writer
 from ..process import describe_exit, spawn_process
 from ..proctable import is_live, proc_stat
-from .client_checks import CLIENT_CHECKS, CLIENT_CHECKS_BY_ID, ClientOptions
+from .client_checks import CLIENT_CHECKS, CLIENT_CHECKS_BY_ID, REMOTE_CHECKS, ClientOptions
 from .client_verdicts import evaluate, results
 from .conformance_output import Matcher, compile_selection, report_json
 from .conformance_output import junit_xml as _junit_xml
@@ -56,6 +56,7 @@ __all__ = [
     "CHECKS",
     "CHECKS_BY_ID",
     "PROBE_RELAY",
+    "REMOTE_CHECKS",
     "ClientOptions",
     "RunClient",
     "assert_client_conforms",
