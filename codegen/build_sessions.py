@@ -43,6 +43,13 @@ class _Schema:
     def field(self, obj: ObjectDef | None, wire: str) -> Field | None:
         return next((f for f in obj.fields if f.wire == wire), None) if obj else None
 
+    def first_field(self, obj: ObjectDef | None, *wires: str) -> Field | None:
+        return next((f for w in wires if (f := self.field(obj, w)) is not None), None)
+
+    def obj_name(self, t: TypeExpr) -> str | None:
+        d = self.obj(t)
+        return d.name if d is not None else None
+
     def item(self, t: TypeExpr) -> TypeExpr | None:
         target = self.view.alias_target(t)
         return target.item if isinstance(target, ListOf) else None
@@ -117,18 +124,20 @@ def build_sessions(package: Package) -> SessionsPlan | None:
     option_item = s.item(options.type) if options else None
     init = s.method("initialize")
     init_result = s.obj(init.result if init else None)
-    caps = s.field(init_result, "agentCapabilities")
+    # The protocol's names for them: v1 `agentCapabilities`/`agentInfo`/`sessionCapabilities`,
+    # v2 `capabilities`/`info`/`session`.
+    caps = s.first_field(init_result, "agentCapabilities", "capabilities")
     initialize = None
     if init is not None and caps is not None and s.field(init_result, "protocolVersion") and s.obj(caps.type):
         initialize = _served(s, init, "initialize")
-    session_caps = s.field(s.obj(caps.type) if caps else None, "sessionCapabilities")
+    session_caps = s.first_field(s.obj(caps.type) if caps else None, "sessionCapabilities", "session")
     session_caps_obj = s.obj(session_caps.type) if session_caps else None
     info_item = None
     listing = next((m for m in package.handled() if m.wire == "session/list"), None)
     sessions_field = s.field(s.obj(listing.result if listing else None), "sessions")
     if sessions_field is not None:
         info_item = s.obj(s.item(sessions_field.type))
-    agent_info = s.field(init_result, "agentInfo")
+    agent_info = s.first_field(init_result, "agentInfo", "info")
     builders = {b.name for b in package.builders}
     return SessionsPlan(
         served=tuple(served),
@@ -141,8 +150,16 @@ def build_sessions(package: Package) -> SessionsPlan | None:
         initialize=initialize,
         capabilities=s.hint(caps.type) if caps else "",
         implementation=s.hint(agent_info.type) if agent_info else None,
+        capabilities_field=caps.wire if caps else "",
+        info_field=agent_info.wire if agent_info else None,
+        info_required=bool(agent_info and agent_info.required),
+        session_capabilities_field=session_caps.wire if session_caps else "",
+        # The keys that say a session method is served: typed `Session<Key>Capabilities`
+        # (v1 `list`, `delete`, ...; not v2's `prompt`, a PromptCapabilities).
         session_capabilities=tuple(
-            f.wire for f in (session_caps_obj.fields if session_caps_obj else ()) if f.wire != "_meta"
+            f.wire
+            for f in (session_caps_obj.fields if session_caps_obj else ())
+            if s.obj_name(f.type) == f"Session{f.wire[:1].upper()}{f.wire[1:]}Capabilities"
         ),
         info_fields=tuple(f.wire for f in info_item.fields) if info_item else (),
         say="update_agent_message_text" if "update_agent_message_text" in builders else None,

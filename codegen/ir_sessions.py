@@ -62,13 +62,21 @@ class SessionsPlan:
     config_option: str | None
     """The hint of a config option (`types.SessionConfigOption`), when the schema has them."""
     initialize: Served | None
-    """`initialize`, when its result has `protocolVersion` and `agentCapabilities`."""
+    """`initialize`, when its result has `protocolVersion` and capabilities."""
     capabilities: str
-    """The hint of `agentCapabilities` (`types.AgentCapabilities`)."""
+    """The hint of the capabilities (`types.AgentCapabilities`)."""
     implementation: str | None
-    """The hint of `agentInfo` (`types.Implementation`), when the result has it."""
+    """The hint of the implementation info (`types.Implementation`), when the result has it."""
+    capabilities_field: str
+    """The initialize result's capabilities field (v1 `agentCapabilities`, v2 `capabilities`)."""
+    info_field: str | None
+    """Its implementation field (v1 `agentInfo`, v2 `info`), when it has one."""
+    info_required: bool
+    """Whether that field is required (v2): then `agent_info` must be set."""
+    session_capabilities_field: str
+    """The capabilities' session field (v1 `sessionCapabilities`, v2 `session`), or empty."""
     session_capabilities: tuple[str, ...]
-    """The keys of `sessionCapabilities`, when `agentCapabilities` has it."""
+    """The keys of that field that say a session method is served (`list`, `delete`, ...)."""
     info_fields: tuple[str, ...]
     """The wire fields of a `session/list` entry."""
     say: str | None

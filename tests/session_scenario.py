@@ -33,8 +33,10 @@ async def _scenario(name: str) -> None:
 
     class Echo(sessions.SessionAgent):  # type: ignore[misc,name-defined]
         batch_delay = 0.001
+        if hasattr(sessions.SessionAgent, "agent_info"):  # required in v2's initialize answer
+            agent_info = pkg.types.Implementation(name="echo", version="0")
 
-        if not serves_initialize:  # its result is not one the layer knows (v2): the author's
+        if not serves_initialize:  # its result is not one the layer knows: the author's
 
             async def initialize(self, params: Any) -> Any:
                 info = {"name": "echo", "version": "0"}
@@ -70,8 +72,13 @@ async def _scenario(name: str) -> None:
                 "initialize", protocolVersion=pkg.PROTOCOL_VERSION, clientCapabilities={}, capabilities={}, info=info
             )
             assert hello.ok, hello.describe()
-            if "session/load" in served and serves_initialize:
-                assert hello.get("agentCapabilities").get("loadSession") is True, hello.get("agentCapabilities")
+            if serves_initialize:  # exactly what the layer serves, in this schema's spelling (v2: `capabilities`)
+                caps = hello.get("agentCapabilities" if "agentCapabilities" in hello.result else "capabilities")
+                assert isinstance(caps, dict), hello.describe()
+                assert ("session/load" in served) == (caps.get("loadSession") is True), caps
+                field = sessions.FEATURES.session_capabilities_field
+                for key in sessions.FEATURES.session_capabilities:
+                    assert (caps.get(field, {}).get(key) == {}) == (f"session/{key}" in served), (key, caps)
             new = await call("session/new", cwd=CWD, mcpServers=[])
             assert new.ok, new.describe()
             sid = new.get("sessionId")

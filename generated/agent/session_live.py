@@ -71,8 +71,10 @@ class Features:
     """Wire method -> the wire fields its result type has (`modes`, `configOptions`, ...)."""
     update_tags: frozenset[str]
     """The `sessionUpdate` tags the schema has (`current_mode_update`, ...)."""
+    session_capabilities_field: str
+    """The capabilities' session field (v1 `sessionCapabilities`, v2 `session`), or empty."""
     session_capabilities: frozenset[str]
-    """The keys of `agentCapabilities.sessionCapabilities` the schema has."""
+    """Its keys that say a session method is served (`list`, `delete`, ...)."""
     info_fields: frozenset[str]
     """The fields of a `session/list` entry (`title`, `updatedAt`, ...)."""
     initialize_fields: frozenset[str]

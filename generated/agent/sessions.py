@@ -68,6 +68,7 @@ FEATURES = Features(
             "usage_update",
         ]
     ),
+    session_capabilities_field="sessionCapabilities",
     session_capabilities=frozenset(["list", "delete", "additionalDirectories", "resume", "close"]),
     info_fields=frozenset(
         ["sessionId", "cwd", "additionalDirectories", "title", "updatedAt", "_meta"]

@@ -72,6 +72,7 @@ FEATURES = Features(
             "compaction_summary_chunk",
         ]
     ),
+    session_capabilities_field="sessionCapabilities",
     session_capabilities=frozenset(
         ["list", "delete", "additionalDirectories", "fork", "resume", "close"]
     ),

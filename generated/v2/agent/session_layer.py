@@ -317,17 +317,18 @@ class SessionCore:
         return self.turns.interrupt(str(params.get("sessionId")))
 
     def capabilities(self, given: Mapping[str, Any]) -> Json:
-        """`agentCapabilities`: the author's, plus exactly what the layer serves."""
+        """Initialize's capabilities: the author's, plus exactly what the layer serves."""
         out = dict(given)
         served = self.features.served
-        if "session/load" in served:
+        if "session/load" in served:  # v1's flag; v2 has no session/load
             out["loadSession"] = True
-        caps = dict(out.get("sessionCapabilities") or {})
+        field = self.features.session_capabilities_field
+        caps = dict(out.get(field) or {}) if field else {}
         for key in self.features.session_capabilities:
             if f"session/{key}" in served:
                 caps[key] = {}
         if caps:
-            out["sessionCapabilities"] = caps
+            out[field] = caps
         return out
 
 

@@ -4,7 +4,7 @@
 """The session layer: subclass `SessionAgent`, write the prompt turn, declare modes and config
 options; the layer serves the session lifecycle over a `SessionStore` (docs/sessions.md).
 
-It answers the methods of `FEATURES.served`: sessions are kept in
+It answers the methods of `FEATURES.served` and `initialize`: sessions are kept in
 the store (owner: `self.principal.id`, so one principal never reaches another's), every
 conversation entry a turn sends is recorded in batches and replayed verbatim by a load, and a
 cancel or close interrupts the running turn (it answers `cancelled`). A second prompt
@@ -67,11 +67,14 @@ FEATURES = Features(
             "usage_update",
         ]
     ),
-    session_capabilities=frozenset([]),
+    session_capabilities_field="session",
+    session_capabilities=frozenset(["delete", "additionalDirectories"]),
     info_fields=frozenset(
         ["sessionId", "cwd", "additionalDirectories", "title", "updatedAt", "_meta"]
     ),
-    initialize_fields=frozenset([]),
+    initialize_fields=frozenset(
+        ["protocolVersion", "info", "capabilities", "authMethods", "_meta"]
+    ),
 )
 """What this schema has of sessions: the methods served, their results' fields, update kinds."""
 
@@ -90,6 +93,10 @@ class SessionAgent(Agent):
 
     config_options: ClassVar[Sequence[types.SessionConfigOption]] = ()
     """The config options offered, `current_value` being a new session's value."""
+    agent_info: ClassVar[types.Implementation | None] = None
+    """Sent as `info` in the initialize answer (required: set it)."""
+    agent_capabilities: ClassVar[types.AgentCapabilities | None] = None
+    """The author's capabilities; the layer adds those of the methods it serves."""
     batch: ClassVar[int] = 1024
     """Entries per store write at most (group commit); also flushed every `batch_delay` seconds."""
     batch_delay: ClassVar[float] = 0.05
@@ -129,6 +136,21 @@ class SessionAgent(Agent):
         """One prompt turn: send what it says with `session.send`/`say`; return the stop reason
         (None: `end_turn`). `session/cancel` cancels its task; the layer answers `cancelled`."""
         raise NotImplementedError
+
+    async def initialize(self, params: types.InitializeRequest) -> types.InitializeResponse:
+        given = {} if self.agent_capabilities is None else self.agent_capabilities.to_dict()
+        result: dict[str, object] = {
+            "protocolVersion": methods.PROTOCOL_VERSION,
+            "capabilities": self.layer.capabilities(given),
+        }
+        result["authMethods"] = []
+        if self.agent_info is None:
+            raise TypeError(
+                f"{type(self).__name__}.agent_info is not set: this protocol's initialize answer "
+                "requires it (agent_info = types.Implementation(name=..., version=...))"
+            )
+        result["info"] = self.agent_info.to_dict()
+        return types.InitializeResponse.from_dict(result)
 
     async def session_new(self, params: types.NewSessionRequest) -> types.NewSessionResponse:
         return types.NewSessionResponse.from_dict(await self.layer.new(params.to_dict()))
