@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from asgi_serving import port_of, ws_frame  # noqa: E402  (what the attack tests send too)
+
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 TOKEN = "bench-token-1"
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
@@ -64,10 +67,6 @@ def text(value: str) -> dict[str, str]:
     return {"type": "text", "text": value}
 
 
-def port_of(url: str) -> int:
-    return int(url.rsplit(":", 1)[1].split("/", 1)[0])
-
-
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -76,18 +75,6 @@ def rss_mib(pid: int) -> float:
 
 
 # -- the attacks (each in its own process, until `deadline`) ------------------------------------
-def ws_frame(opcode: int, payload: bytes, rsv1: bool = False) -> bytes:
-    head = bytes([0x80 | (0x40 if rsv1 else 0) | opcode])
-    n = len(payload)
-    if n < 126:
-        head += bytes([0x80 | n])
-    elif n < 65536:
-        head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
-    else:
-        head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
-    return head + b"\0\0\0\0" + payload
-
-
 async def raw_ws(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port_of(url))
     head = (

@@ -3,7 +3,9 @@
 every request carried, and `listening_echo_agent`, examples/echo_agent.py --listen as a user
 starts it. Shared by the remote tests against the SDK's server (tests/sdk_remote_server.py) and
 against ours (tests/test_remote_e2e.py, tests/test_remote_interop.py); and
-`cancelled_then_permission_turn`, the turn pair the remote clients' concurrency tests run."""
+`cancelled_then_permission_turn`, the turn pair the remote clients' concurrency tests run; and
+`port_of` and `ws_frame`, what the attacks on a listening agent (tests/test_remote_attacks.py,
+benchmarks/bench_attacks.py) send on a raw socket."""
 
 from __future__ import annotations
 
@@ -77,6 +79,23 @@ class Affinity:
             await send(message)
 
         await self.app(scope, receive_recorded, send_with_cookie)
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/", 1)[0])
+
+
+def ws_frame(opcode: int, payload: bytes, rsv1: bool = False) -> bytes:
+    """A client frame, masked with the all-zero key (valid: the server must only unmask)."""
+    head = bytes([0x80 | (0x40 if rsv1 else 0) | opcode])
+    n = len(payload)
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
+    return head + b"\0\0\0\0" + payload
 
 
 def bound_socket(port: int = 0) -> socket.socket:

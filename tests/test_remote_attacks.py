@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asgi_serving import listening_echo_agent
+from asgi_serving import listening_echo_agent, port_of, ws_frame
 
 TIMEOUT = 10.0
 A, B = "token-of-alice-1", "token-of-bob-2"
@@ -59,10 +59,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 
 def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
-
-
-def port_of(url: str) -> int:
-    return int(url.rsplit(":", 1)[1].split("/", 1)[0])
 
 
 async def upgrade(url: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
@@ -274,19 +270,6 @@ def rss_kib(pid: str) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError("no VmRSS")
-
-
-def ws_frame(opcode: int, payload: bytes, rsv1: bool = False) -> bytes:
-    """A client frame, masked with the all-zero key (valid: the server must only unmask)."""
-    head = bytes([0x80 | (0x40 if rsv1 else 0) | opcode])
-    n = len(payload)
-    if n < 126:
-        head += bytes([0x80 | n])
-    elif n < 65536:
-        head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
-    else:
-        head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
-    return head + b"\0\0\0\0" + payload
 
 
 async def raw_websocket(
