@@ -112,17 +112,7 @@ def check_client_command(
             "the client command has no {agent}",
             'put it where the client takes its agent command: acpx --agent "{agent}" exec hello',
         )
-    if shutil.which(command[0]) is None:
-        fail_usage(f"client command {command[0]!r} not found or not executable")
-    for name, value in (
-        ("--timeout", timeout),
-        ("--startup-timeout", startup_timeout),
-        ("--idle", idle),
-        ("--max-time", max_time),
-    ):
-        positive(name, value)
-    extra_env = parse_env(env)
-    workdir = parse_cwd(cwd)
+    extra_env, workdir = _checked_inputs(command, timeout, startup_timeout, idle, max_time, env, cwd)
     conformance = load_conformance(schema, unstable, "agent", MODULE)
     options = conformance.ClientOptions(timeout=timeout, startup_timeout=startup_timeout, idle=idle, max_time=max_time)
     try:
@@ -138,6 +128,30 @@ def check_client_command(
         typer.echo(f"error: cannot start the client {command[0]!r}: {exc}", err=True)
         raise typer.Exit(2) from None
     finish(conformance, report, Output(as_json, junit_xml), strict)
+
+
+def _checked_inputs(
+    command: list[str],
+    timeout: float,
+    startup_timeout: float,
+    idle: float,
+    max_time: float,
+    env: list[str] | None,
+    cwd: str | None,
+) -> tuple[dict[str, str], str | None]:
+    """What both ways of checking a client refuse alike (exit 2): a command that cannot be
+    found, a timing that is not positive, a bad `--env` or `--cwd`. The extra env and the
+    working directory."""
+    if shutil.which(command[0]) is None:
+        fail_usage(f"client command {command[0]!r} not found or not executable")
+    for name, value in (
+        ("--timeout", timeout),
+        ("--startup-timeout", startup_timeout),
+        ("--idle", idle),
+        ("--max-time", max_time),
+    ):
+        positive(name, value)
+    return parse_env(env), parse_cwd(cwd)
 
 
 def _check_remote(
@@ -162,17 +176,7 @@ def _check_remote(
             "with --listen, the client command needs {url}",
             "put it where the client takes its agent's URL: my-editor --agent-url {url}",
         )
-    if shutil.which(command[0]) is None:
-        fail_usage(f"client command {command[0]!r} not found or not executable")
-    for name, value in (
-        ("--timeout", timeout),
-        ("--startup-timeout", startup_timeout),
-        ("--idle", idle),
-        ("--max-time", max_time),
-    ):
-        positive(name, value)
-    extra_env = parse_env(env)
-    workdir = parse_cwd(cwd)
+    extra_env, workdir = _checked_inputs(command, timeout, startup_timeout, idle, max_time, env, cwd)
     conformance = load_conformance(schema, unstable, "agent", MODULE)
     remote = load_conformance(schema, unstable, "agent", REMOTE_MODULE)
     try:
