@@ -213,7 +213,8 @@ class TurnProbes(Harness):
                 [],
             )
         if reply.timed_out:
-            raise Fail(f"no answer to the prompt within {self.options.timeout:g} s after {what}")
+            silence = reply.timeout or 0
+            raise Fail(f"no answer to the prompt within {silence:g} s of silence after {what}")
         if reply.response is None:
             raise Fail(self.why(run, reply))
         if not reply.ok:

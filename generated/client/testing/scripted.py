@@ -122,6 +122,8 @@ class Reply:
     response: Line | None = None
     """The response line, or None (timed out, or the connection closed first)."""
     timed_out: bool = False
+    timeout: float | None = None
+    """The silence it was given (`ScriptedClient.call`'s `timeout`), None: no limit."""
     closed: bool = False
     """The connection closed (the agent exited or closed its output) before the answer."""
 
@@ -323,7 +325,7 @@ class ScriptedClient:
         task: asyncio.Task[Any] = context.run(
             asyncio.ensure_future, self.connection.request(method, params)
         )
-        reply = Reply(method, None)
+        reply = Reply(method, None, timeout=timeout)
         try:
             if timeout is not None and not await self.until_silent(task, timeout):
                 reply.timed_out = True  # the task was cancelled: `$/cancel_request` is sent

@@ -302,10 +302,7 @@ class Harness:
 
     def why(self, run: AgentRun, reply: Reply) -> str:
         if reply.timed_out:
-            wait = self.timeout_for(reply.method)
-            if reply.method == "initialize":
-                wait = self.options.startup_timeout
-            return f"no answer within {wait:g} s of silence"
+            return f"no answer within {reply.timeout or 0:g} s of silence"
         if reply.closed:
             tail = " | ".join(run.stderr)
             ended = run.exit_text()  # "killed by SIGSEGV", once the process is gone
@@ -424,9 +421,8 @@ class Harness:
         if reply.ok:
             return
         if reply.timed_out:
-            wait = self.options.timeout
             raise NotTestable(
-                detail or f"no answer to the prompt within {wait:g} s",
+                detail or f"no answer to the prompt within {reply.timeout or 0:g} s of silence",
                 "blocked: prompts get no answer in time (a slow model? raise --timeout)",
                 "prompt-turn",
             )
