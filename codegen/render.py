@@ -59,6 +59,7 @@ RUNTIME_FILES = {
     "connection.py": "connection.py",
     "contrib_support.py": "contrib_support.py",
     "dispatch.py": "dispatch.py",
+    "gchold.py": "gchold.py",
     "jsonline.py": "jsonline.py",
     "jsonvalue.py": "jsonvalue.py",
     "process.py": "process.py",

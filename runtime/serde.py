@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, NoReturn, TypeAlias, TypeVar, cast
 
 # Re-exported (`as` names): types.py imports them from here, users from types.
+from .gchold import HOLD_FROM as HOLD_FROM
+from .gchold import gc_hold as gc_hold
+from .gchold import gc_release as gc_release
 from .jsonvalue import UNSET as UNSET
 from .jsonvalue import Unset as Unset
 from .jsonvalue import json_default as json_default
