@@ -7,7 +7,7 @@ spellings a template needs (a type hint, a decode expression, an encode expressi
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
@@ -352,10 +352,15 @@ def runtime_files(role: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Rendered:
-    """The rendered files (relative path -> text) and, per file, the custom templates that shaped it."""
+    """The rendered files (relative path -> text) and, per file, the custom templates that shaped it.
+
+    `runtime`: output file -> (its rendered header, the bundled runtime source after it), for
+    the files made of a bundled runtime source (see `codegen.format.check_syntax`).
+    """
 
     files: dict[str, str]
     custom: dict[str, tuple[str, ...]]
+    runtime: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def render_package(package: Package, custom: CustomTemplates | None = None) -> Rendered:
@@ -364,6 +369,7 @@ def render_package(package: Package, custom: CustomTemplates | None = None) -> R
     env = environment(renderer, custom)
     ctx = template_context(package, renderer)
     out: dict[str, str] = {}
+    bundled: dict[str, tuple[str, str]] = {}
     header: str | None = None
     for path, source in sources(package.role).items():
         if path in MADE_WHEN and ctx[MADE_WHEN[path]] is None:
@@ -372,14 +378,17 @@ def render_package(package: Package, custom: CustomTemplates | None = None) -> R
             if source in runtime_sources():
                 if header is None:
                     header = env.get_template("_runtime_header.jinja").render(ctx)
-                out[path] = header + runtime_source(source, custom)
+                body = runtime_source(source, custom)
+                out[path] = header + body
+                if custom is None or not custom.has(source):
+                    bundled[path] = (header, body)
             else:
                 out[path] = env.get_template(source).render(ctx)
         except Exception as exc:  # a bundled template failing is a bug; a custom one, bad input
             if custom is None:
                 raise
             raise render_error(exc, custom, path) from None
-    return Rendered(out, blame(env, custom, sources(package.role)))
+    return Rendered(out, blame(env, custom, sources(package.role)), bundled)
 
 
 def render(package: Package, custom: CustomTemplates | None = None) -> dict[str, str]:
