@@ -42,6 +42,7 @@ from .pagers import find_pagers
 from .render_decode import DecodePlanner
 from .render_types import keyword_params, keyword_union
 from .sdk_builders import SDK_ORDER
+from .template_code import stored_code
 from .templates import CustomTemplates, blame, loader, render_error, runtime_source
 
 # output file -> template
@@ -234,10 +235,23 @@ def _mentions_any(t: TypeExpr) -> bool:
 class _MemoryBytecodeCache(jinja2.BytecodeCache):
     """Compiled templates kept for the process: `generate` renders several packages, and each
     render has its own environment (its filters close over that package). Jinja checks the
-    source checksum on load, so an edited or custom template is never served stale."""
+    source checksum on load, so an edited or custom template is never served stale. A template
+    not compiled yet in this process starts from its stored Jinja output when that was made
+    from the same text under the same settings (`codegen.template_code`)."""
 
     def __init__(self) -> None:
         self._store: dict[str, bytes] = {}
+
+    def get_bucket(
+        self, environment: jinja2.Environment, name: str, filename: str | None, source: str
+    ) -> jinja2.bccache.Bucket:
+        bucket = super().get_bucket(environment, name, filename, source)
+        if bucket.code is None:
+            python = stored_code(environment, name, bucket.checksum)
+            if python is not None:  # compiled as Jinja compiles its own output (Environment._compile)
+                bucket.code = compile(python, filename or "<template>", "exec")
+                self.set_bucket(bucket)
+        return bucket
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         data = self._store.get(bucket.key)
