@@ -343,7 +343,7 @@ def main(argv: list[str]) -> int:
     text = page()
     # The templates' stored Jinja output is refreshed (or checked) with their documentation: one
     # command after a template change.
-    code_status = template_code.main(argv)
+    code_status = template_code.refresh(_env(), check="--check" in argv)
     if "--check" in argv:
         current = DOC.read_text(encoding="utf-8") if DOC.is_file() else ""
         if current != text:
