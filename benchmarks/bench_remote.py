@@ -84,6 +84,20 @@ def make_ours() -> Any:
 
     if "authenticate" not in inspect.signature(agent.asgi_app).parameters:  # code before issue 28
         return agent.asgi_app(Ours, max_connections=None, idle_timeout=None)
+    if os.environ.get("BENCH_CHECKS") == "off":  # --ab's "off": this code, no hook, every cap off
+        from agent.remote_limits import Limits as Caps
+
+        caps = Caps(
+            max_pending=None,
+            max_sessions=None,
+            max_streams=None,
+            max_per_client=None,
+            initialize_timeout=None,
+            http_idle_timeout=None,
+            body_timeout=None,
+            max_inflight_bytes=None,
+        )
+        return agent.asgi_app(Ours, max_connections=None, idle_timeout=None, limits=caps, allowed_hosts=["*"])
     # Authentication and the Host/Origin checks on, as a deployment has them (issue 28). Every client
     # comes from 127.0.0.1, so the per-address cap (256) is off, as the connection cap is.
     from agent.remote_limits import Limits
@@ -270,12 +284,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 class Server:
-    def __init__(self, stack: str, workers: int = 1, asgi: str = "uvicorn", agent_root: Path | None = None) -> None:
+    def __init__(
+        self, stack: str, workers: int = 1, asgi: str = "uvicorn", agent_root: Path | None = None, checks: bool = True
+    ) -> None:
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}/acp"
         cmd = [sys.executable, __file__, "--serve", stack, "--port", str(self.port), "--workers", str(workers)]
         cmd += ["--asgi", asgi]
-        env = dict(os.environ, BENCH_AGENT_ROOT=str(agent_root or ROOT))
+        env = dict(os.environ, BENCH_AGENT_ROOT=str(agent_root or ROOT), BENCH_CHECKS="on" if checks else "off")
         self.proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 30
         while True:
@@ -360,9 +376,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 def busy(
-    stack: str, args: argparse.Namespace, asgi: str = "uvicorn", agent_root: Path | None = None
+    stack: str, args: argparse.Namespace, asgi: str = "uvicorn", agent_root: Path | None = None, checks: bool = True
 ) -> dict[str, float]:
-    server = Server(stack, asgi=asgi, agent_root=agent_root)
+    server = Server(stack, asgi=asgi, agent_root=agent_root, checks=checks)
     base = server.rss()
     seen: dict[str, float] = {}
     results = run_clients(
@@ -419,37 +435,39 @@ def workers(args: argparse.Namespace) -> None:
 
 
 def ab(args: argparse.Namespace) -> None:
-    """The busy phase of the SDK, ours from `args.ab` ("before") and ours from here ("after"),
-    `args.rounds` times, the order alternating: ratios to the SDK of the same round."""
+    """The busy phase of the SDK, ours from `args.ab` ("before"), ours from here with the checks
+    off ("off": no hook, every cap and deadline off, any Host) and on ("after"), `args.rounds`
+    times, the order reversed every other round: ratios to the SDK of the same round."""
     before = Path(args.ab).resolve()
+    names = ("sdk", "before", "off", "after")
     print(f"busy: {args.conns} connections x {args.turns} turns x {args.updates} updates; before = {before}")
-    print(f"{'round':>5} {'order':<18} {'load':>5} {'SDK msg/s':>10} {'before':>8} {'after':>8}", end="")
-    print(f" {'ratio before':>12} {'ratio after':>11} {'CPU us/msg: SDK':>15} {'before':>7} {'after':>7}")
-    rows: list[dict[str, float]] = []
+    print(f"{'round':>5} {'load':>5} |{'msg/s:':>7}", "".join(f"{n:>8}" for n in names), end=" |")
+    print(" ratio:", "".join(f"{n:>7}" for n in names[1:]), end=" |")
+    print(" CPU us/msg:", "".join(f"{n:>7}" for n in names))
+    rows: list[dict[str, dict[str, float]]] = []
     for n in range(args.rounds):
-        order = ["sdk", "before", "after"] if n % 2 == 0 else ["after", "before", "sdk"]
+        order = names if n % 2 == 0 else names[::-1]
         load = os.getloadavg()[0]
         got: dict[str, dict[str, float]] = {}
         for name in order:
-            stack = "sdk" if name == "sdk" else "ours"
-            got[name] = busy(stack, args, agent_root=before if name == "before" else ROOT)
-        row = {name: got[name]["msgs"] for name in got} | {f"cpu_{k}": got[k]["cpu_us"] for k in got}
-        rows.append(row)
-        print(f"{n + 1:>5} {','.join(order):<18} {load:>5.2f} {row['sdk']:>10,.0f} {row['before']:>8,.0f}", end="")
-        print(f" {row['after']:>8,.0f} {row['before'] / row['sdk']:>12.2f} {row['after'] / row['sdk']:>11.2f}", end="")
-        print(f" {row['cpu_sdk']:>15.1f} {row['cpu_before']:>7.1f} {row['cpu_after']:>7.1f}", flush=True)
+            root = before if name == "before" else ROOT
+            got[name] = busy("sdk" if name == "sdk" else "ours", args, agent_root=root, checks=name != "off")
+        rows.append(got)
+        print(f"{n + 1:>5} {load:>5.2f} |{'':>7}", "".join(f"{got[k]['msgs']:>8,.0f}" for k in names), end=" |")
+        print(" " * 7, "".join(f"{got[k]['msgs'] / got['sdk']['msgs']:>7.2f}" for k in names[1:]), end=" |")
+        print(" " * 12, "".join(f"{got[k]['cpu_us']:>7.1f}" for k in names), flush=True)
 
-    def mean(key: str) -> float:
-        return sum(r[key] for r in rows) / len(rows)
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
 
-    ratio_before = sum(r["before"] / r["sdk"] for r in rows) / len(rows)
-    ratio_after = sum(r["after"] / r["sdk"] for r in rows) / len(rows)
-    cpu_sdk, cpu_before, cpu_after = mean("cpu_sdk"), mean("cpu_before"), mean("cpu_after")
-    change = ratio_after / ratio_before - 1
-    print(f"mean ratio to the SDK: before {ratio_before:.2f}, after {ratio_after:.2f} ({change:+.1%})")
-    print(f"mean server CPU us/msg: SDK {cpu_sdk:.1f}, before {cpu_before:.1f}, after {cpu_after:.1f}", end="")
-    print(f" (after/before {cpu_after / cpu_before:.3f}; SDK/before {cpu_sdk / cpu_before:.2f}", end="")
-    print(f", SDK/after {cpu_sdk / cpu_after:.2f})")
+    ratio = {k: mean([r[k]["msgs"] / r["sdk"]["msgs"] for r in rows]) for k in names[1:]}
+    cpu = {k: mean([r[k]["cpu_us"] for r in rows]) for k in names}
+    print("mean ratio to the SDK:", ", ".join(f"{k} {ratio[k]:.2f}" for k in names[1:]), end="")
+    vs_before, vs_off = ratio["after"] / ratio["before"] - 1, ratio["after"] / ratio["off"] - 1
+    print(f" (after/before {vs_before:+.1%}, after/off {vs_off:+.1%})")
+    print("mean server CPU us/msg:", ", ".join(f"{k} {cpu[k]:.1f}" for k in names), end="")
+    print(f" (after/before {cpu['after'] / cpu['before']:.3f}, after/off {cpu['after'] / cpu['off']:.3f})")
+    print("SDK CPU / ours CPU:", ", ".join(f"{k} {cpu['sdk'] / cpu[k]:.2f}" for k in names[1:]))
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
