@@ -59,6 +59,7 @@ RUNTIME_FILES = {
     "connection.py": "connection.py",
     "contrib_support.py": "contrib_support.py",
     "dispatch.py": "dispatch.py",
+    "gchold.py": "gchold.py",
     "jsonline.py": "jsonline.py",
     "jsonvalue.py": "jsonvalue.py",
     "process.py": "process.py",
@@ -108,6 +109,8 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         "remote_limits.py": "remote_limits.py",
         "remote_link.py": "remote_link.py",
         "remote_server_http.py": "remote_server_http.py",
+        "remote_server_sse.py": "remote_server_sse.py",
+        "remote_server_ws.py": "remote_server_ws.py",
         "remote_wire.py": "remote_wire.py",
         # Where the session layer keeps sessions: the store protocol and the in-memory store.
         "session_store.py": "session_store.py",
