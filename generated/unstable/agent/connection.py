@@ -511,10 +511,10 @@ class Connection:
         delay = 0.0
         if self._admit is not None:
             refusal = self._admit(method, params, len(self._inflight))
-            if isinstance(refusal, float):
-                delay = refusal
-            elif refusal is not None:
+            if isinstance(refusal, RequestError):
                 return self._reply_error(msg_id, refusal)
+            if refusal is not None:
+                delay = refusal
         task = asyncio.ensure_future(self._serve_request(msg_id, method, params, delay))
         self._inflight[key] = task
         task.add_done_callback(self._forget(key, msg_id))
