@@ -65,6 +65,9 @@ class ListLoop:
     dispatch: str | None
     dispatched: str | None
     skip_invalid: bool
+    hold_gc: str | None = None
+    """For items that build objects (GC-tracked survivors): the held-flag local; a long array
+    (serde's `HOLD_FROM` items or more) is decoded with the cyclic collector held off."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,10 @@ class DecodePlanner(TypeView):
         p = f"p{index}"
         item = self.alias_target(t.item)
         dispatch = self._dispatch(item, "x", index)
+        target = self.defs.get(item.name) if isinstance(item, Named) else None
+        builds = isinstance(item, (ListOf, MapOf)) or isinstance(target, (ObjectDef, UnionDef))
+        if builds:
+            self.used |= {"gc_hold", "gc_release", "HOLD_FROM"}
         return ListLoop(
             path=p,
             items=f"items{index}",
@@ -167,6 +174,7 @@ class DecodePlanner(TypeView):
             dispatch=dispatch[0] if dispatch else None,
             dispatched=f"{dispatch[1]}(x, ({p}, i), ctx)" if dispatch else None,
             skip_invalid=t.skip_invalid,
+            hold_gc=f"held{index}" if builds else None,
         )
 
     def _plan(self, t: TypeExpr, v: str, p: str) -> DecodePlan:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
+from .serde import HOLD_FROM as _HOLD_FROM
 from .serde import MISSING as _MISSING
 from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
@@ -41,6 +42,8 @@ from .serde import extra_field as _extra_field
 from .serde import extra_fields as _extra_fields
 from .serde import fail as _fail
 from .serde import format_path as format_path
+from .serde import gc_hold as _gc_hold
+from .serde import gc_release as _gc_release
 from .serde import is_object as _is_object
 from .serde import list_of as _list_of
 from .serde import loads as loads
@@ -747,10 +750,17 @@ def _d_RequestPermissionRequest(
     if v.__class__ is list:
         p3 = (path, "options")
         items3: list[PermissionOption] = []
-        i = 0
-        for x in v:
-            items3.append(_d_PermissionOption(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_PermissionOption(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.options = items3
     elif v is _MISSING:
         _missing(path, "options")
@@ -886,20 +896,27 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         try:
             p5 = (path, "content")
             items5: list[ToolCallContent] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t5 := x.get("type")).__class__ is str
-                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                    ):
-                        items5.append(d5(x, (p5, i), ctx))
-                    else:
-                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p5, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held5 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t5 := x.get("type")).__class__ is str
+                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                        ):
+                            items5.append(d5(x, (p5, i), ctx))
+                        else:
+                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p5, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held5:
+                    _gc_release()
             inst.content = items5
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -918,13 +935,20 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         try:
             p6 = (path, "locations")
             items6: list[ToolCallLocation] = []
-            i = 0
-            for x in v:
-                try:
-                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p6, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held6 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p6, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held6:
+                    _gc_release()
             inst.locations = items6
         except DecodeError as exc:
             inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
@@ -2281,13 +2305,20 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         try:
             p4 = (path, "env")
             items4: list[EnvVariable] = []
-            i = 0
-            for x in v:
-                try:
-                    items4.append(_d_EnvVariable(x, (p4, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p4, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held4 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items4.append(_d_EnvVariable(x, (p4, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p4, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held4:
+                    _gc_release()
             inst.env = items4
         except DecodeError as exc:
             inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
@@ -3447,10 +3478,17 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if v.__class__ is list:
         p9 = (path, "oneOf")
         items9: list[EnumOption] = []
-        i = 0
-        for x in v:
-            items9.append(_d_EnumOption(x, (p9, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held9 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items9.append(_d_EnumOption(x, (p9, i), ctx))
+                i += 1
+        finally:
+            if held9:
+                _gc_release()
         inst.one_of = items9
     elif v is _MISSING:
         inst.one_of = UNSET
@@ -4043,10 +4081,17 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if v.__class__ is list:
         p1 = (path, "anyOf")
         items1: list[EnumOption] = []
-        i = 0
-        for x in v:
-            items1.append(_d_EnumOption(x, (p1, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held1 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items1.append(_d_EnumOption(x, (p1, i), ctx))
+                i += 1
+        finally:
+            if held1:
+                _gc_release()
         inst.any_of = items1
     elif v is _MISSING:
         _missing(path, "anyOf")
@@ -5224,20 +5269,27 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         try:
             p3 = (path, "authMethods")
             items3: list[AuthMethod] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t3 := x.get("type")).__class__ is str
-                        and (d3 := _AuthMethod_TAGS.get(t3)) is not None
-                    ):
-                        items3.append(d3(x, (p3, i), ctx))
-                    else:
-                        items3.append(_d_AuthMethod(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t3 := x.get("type")).__class__ is str
+                            and (d3 := _AuthMethod_TAGS.get(t3)) is not None
+                        ):
+                            items3.append(d3(x, (p3, i), ctx))
+                        else:
+                            items3.append(_d_AuthMethod(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.auth_methods = items3
         except DecodeError as exc:
             inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, [])
@@ -6142,20 +6194,27 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         try:
             p3 = (path, "configOptions")
             items3: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t3 := x.get("type")).__class__ is str
-                        and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
-                    ):
-                        items3.append(d3(x, (p3, i), ctx))
-                    else:
-                        items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t3 := x.get("type")).__class__ is str
+                            and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
+                        ):
+                            items3.append(d3(x, (p3, i), ctx))
+                        else:
+                            items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.config_options = items3
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -6249,13 +6308,20 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         try:
             p2 = (path, "availableModes")
             items2: list[SessionMode] = []
-            i = 0
-            for x in v:
-                try:
-                    items2.append(_d_SessionMode(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items2.append(_d_SessionMode(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.available_modes = items2
         except DecodeError as exc:
             inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
@@ -6783,13 +6849,20 @@ def _d_SessionConfigSelectGroup(
         try:
             p3 = (path, "options")
             items3: list[SessionConfigSelectOption] = []
-            i = 0
-            for x in v:
-                try:
-                    items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.options = items3
         except DecodeError as exc:
             inst.options = _tolerated(ctx, (path, "options"), exc, [])
@@ -6966,20 +7039,27 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         try:
             p2 = (path, "configOptions")
             items2: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.config_options = items2
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -7059,13 +7139,20 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         try:
             p1 = (path, "sessions")
             items1: list[SessionInfo] = []
-            i = 0
-            for x in v:
-                try:
-                    items1.append(_d_SessionInfo(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items1.append(_d_SessionInfo(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.sessions = items1
         except DecodeError as exc:
             inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
@@ -7362,20 +7449,27 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         try:
             p2 = (path, "configOptions")
             items2: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.config_options = items2
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -7555,20 +7649,27 @@ def _d_SetSessionConfigOptionResponse(
         try:
             p1 = (path, "configOptions")
             items1: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
@@ -8242,20 +8343,27 @@ def _d_SessionUpdateToolCallUpdate(
         try:
             p5 = (path, "content")
             items5: list[ToolCallContent] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t5 := x.get("type")).__class__ is str
-                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                    ):
-                        items5.append(d5(x, (p5, i), ctx))
-                    else:
-                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p5, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held5 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t5 := x.get("type")).__class__ is str
+                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                        ):
+                            items5.append(d5(x, (p5, i), ctx))
+                        else:
+                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p5, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held5:
+                    _gc_release()
             inst.content = items5
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -8274,13 +8382,20 @@ def _d_SessionUpdateToolCallUpdate(
         try:
             p6 = (path, "locations")
             items6: list[ToolCallLocation] = []
-            i = 0
-            for x in v:
-                try:
-                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p6, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held6 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p6, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held6:
+                    _gc_release()
             inst.locations = items6
         except DecodeError as exc:
             inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
@@ -8534,20 +8649,27 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         try:
             p5 = (path, "content")
             items5: list[ToolCallContent] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t5 := x.get("type")).__class__ is str
-                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                    ):
-                        items5.append(d5(x, (p5, i), ctx))
-                    else:
-                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p5, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held5 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t5 := x.get("type")).__class__ is str
+                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                        ):
+                            items5.append(d5(x, (p5, i), ctx))
+                        else:
+                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p5, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held5:
+                    _gc_release()
             inst.content = items5
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -8564,13 +8686,20 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         try:
             p6 = (path, "locations")
             items6: list[ToolCallLocation] = []
-            i = 0
-            for x in v:
-                try:
-                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p6, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held6 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p6, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held6:
+                    _gc_release()
             inst.locations = items6
         except DecodeError as exc:
             inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
@@ -8770,13 +8899,20 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         try:
             p1 = (path, "entries")
             items1: list[PlanEntry] = []
-            i = 0
-            for x in v:
-                try:
-                    items1.append(_d_PlanEntry(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items1.append(_d_PlanEntry(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.entries = items1
         except DecodeError as exc:
             inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
@@ -9005,13 +9141,20 @@ def _d_AvailableCommandsUpdate(
         try:
             p1 = (path, "availableCommands")
             items1: list[AvailableCommand] = []
-            i = 0
-            for x in v:
-                try:
-                    items1.append(_d_AvailableCommand(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items1.append(_d_AvailableCommand(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.available_commands = items1
         except DecodeError as exc:
             inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
@@ -9154,20 +9297,27 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         try:
             p1 = (path, "configOptions")
             items1: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
@@ -10645,20 +10795,27 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         try:
             p2 = (path, "mcpServers")
             items2: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _McpServer_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_McpServer(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _McpServer_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_McpServer(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.mcp_servers = items2
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
@@ -10853,10 +11010,17 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
-        i = 0
-        for x in v:
-            items3.append(_d_HttpHeader(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_HttpHeader(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.headers = items3
     elif v is _MISSING:
         _missing(path, "headers")
@@ -10941,10 +11105,17 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
-        i = 0
-        for x in v:
-            items3.append(_d_HttpHeader(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_HttpHeader(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.headers = items3
     elif v is _MISSING:
         _missing(path, "headers")
@@ -11042,10 +11213,17 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if v.__class__ is list:
         p4 = (path, "env")
         items4: list[EnvVariable] = []
-        i = 0
-        for x in v:
-            items4.append(_d_EnvVariable(x, (p4, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held4 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items4.append(_d_EnvVariable(x, (p4, i), ctx))
+                i += 1
+        finally:
+            if held4:
+                _gc_release()
         inst.env = items4
     elif v is _MISSING:
         _missing(path, "env")
@@ -11120,20 +11298,27 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         try:
             p1 = (path, "mcpServers")
             items1: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _McpServer_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_McpServer(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _McpServer_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_McpServer(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.mcp_servers = items1
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
@@ -11469,20 +11654,27 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         try:
             p4 = (path, "mcpServers")
             items4: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t4 := x.get("type")).__class__ is str
-                        and (d4 := _McpServer_TAGS.get(t4)) is not None
-                    ):
-                        items4.append(d4(x, (p4, i), ctx))
-                    else:
-                        items4.append(_d_McpServer(x, (p4, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p4, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held4 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t4 := x.get("type")).__class__ is str
+                            and (d4 := _McpServer_TAGS.get(t4)) is not None
+                        ):
+                            items4.append(d4(x, (p4, i), ctx))
+                        else:
+                            items4.append(_d_McpServer(x, (p4, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p4, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held4:
+                    _gc_release()
             inst.mcp_servers = items4
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
@@ -11891,17 +12083,24 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if v.__class__ is list:
         p2 = (path, "prompt")
         items2: list[ContentBlock] = []
-        i = 0
-        for x in v:
-            if (
-                x.__class__ is dict
-                and (t2 := x.get("type")).__class__ is str
-                and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-            ):
-                items2.append(d2(x, (p2, i), ctx))
-            else:
-                items2.append(_d_ContentBlock(x, (p2, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held2 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                if (
+                    x.__class__ is dict
+                    and (t2 := x.get("type")).__class__ is str
+                    and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                ):
+                    items2.append(d2(x, (p2, i), ctx))
+                else:
+                    items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                i += 1
+        finally:
+            if held2:
+                _gc_release()
         inst.prompt = items2
     elif v is _MISSING:
         _missing(path, "prompt")

@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final
 
 from .dispatch import INTERNAL_ERROR, Dispatcher, RequestError, brief
-from .jsonline import Skim, dumps, loads
+from .jsonline import HELD_FROM, Skim, dumps, loads, loads_held
 from .streams import CHUNK, Reader, Writer, stdio_streams
 from .wiretap import WIRE_LOG_ENV, Direction, Tap, WireLog
 
@@ -431,7 +431,7 @@ class Connection:
         loop awaits it (so garbage is back-pressured too). A plain function, not a coroutine:
         most lines need no await, and a coroutine per line costs more than the rest of it."""
         try:
-            message = loads(line)
+            message = loads(line) if len(line) < HELD_FROM else loads_held(line)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
             if line.strip():  # blank lines are tolerated, not answered
                 return self._reply_error(None, RequestError.parse_error(str(exc)[:200]))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
+from .serde import HOLD_FROM as _HOLD_FROM
 from .serde import MISSING as _MISSING
 from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
@@ -41,6 +42,8 @@ from .serde import extra_field as _extra_field
 from .serde import extra_fields as _extra_fields
 from .serde import fail as _fail
 from .serde import format_path as format_path
+from .serde import gc_hold as _gc_hold
+from .serde import gc_release as _gc_release
 from .serde import is_object as _is_object
 from .serde import list_of as _list_of
 from .serde import loads as loads
@@ -988,10 +991,17 @@ def _d_RequestPermissionRequest(
     if v.__class__ is list:
         p3 = (path, "options")
         items3: list[PermissionOption] = []
-        i = 0
-        for x in v:
-            items3.append(_d_PermissionOption(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_PermissionOption(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.options = items3
     elif v is _MISSING:
         _missing(path, "options")
@@ -1139,20 +1149,27 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         try:
             p6 = (path, "content")
             items6: list[ToolCallContent] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t6 := x.get("type")).__class__ is str
-                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
-                    ):
-                        items6.append(d6(x, (p6, i), ctx))
-                    else:
-                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p6, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held6 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t6 := x.get("type")).__class__ is str
+                            and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                        ):
+                            items6.append(d6(x, (p6, i), ctx))
+                        else:
+                            items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p6, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held6:
+                    _gc_release()
             inst.content = items6
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -1171,13 +1188,20 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         try:
             p7 = (path, "locations")
             items7: list[ToolCallLocation] = []
-            i = 0
-            for x in v:
-                try:
-                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p7, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held7 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p7, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held7:
+                    _gc_release()
             inst.locations = items7
         except DecodeError as exc:
             inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
@@ -2545,13 +2569,20 @@ def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Creat
         try:
             p4 = (path, "env")
             items4: list[EnvVariable] = []
-            i = 0
-            for x in v:
-                try:
-                    items4.append(_d_EnvVariable(x, (p4, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p4, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held4 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items4.append(_d_EnvVariable(x, (p4, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p4, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held4:
+                    _gc_release()
             inst.env = items4
         except DecodeError as exc:
             inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
@@ -3711,10 +3742,17 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if v.__class__ is list:
         p9 = (path, "oneOf")
         items9: list[EnumOption] = []
-        i = 0
-        for x in v:
-            items9.append(_d_EnumOption(x, (p9, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held9 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items9.append(_d_EnumOption(x, (p9, i), ctx))
+                i += 1
+        finally:
+            if held9:
+                _gc_release()
         inst.one_of = items9
     elif v is _MISSING:
         inst.one_of = UNSET
@@ -4307,10 +4345,17 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if v.__class__ is list:
         p1 = (path, "anyOf")
         items1: list[EnumOption] = []
-        i = 0
-        for x in v:
-            items1.append(_d_EnumOption(x, (p1, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held1 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items1.append(_d_EnumOption(x, (p1, i), ctx))
+                i += 1
+        finally:
+            if held1:
+                _gc_release()
         inst.any_of = items1
     elif v is _MISSING:
         _missing(path, "anyOf")
@@ -5834,20 +5879,27 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         try:
             p3 = (path, "authMethods")
             items3: list[AuthMethod] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t3 := x.get("type")).__class__ is str
-                        and (d3 := _AuthMethod_TAGS.get(t3)) is not None
-                    ):
-                        items3.append(d3(x, (p3, i), ctx))
-                    else:
-                        items3.append(_d_AuthMethod(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t3 := x.get("type")).__class__ is str
+                            and (d3 := _AuthMethod_TAGS.get(t3)) is not None
+                        ):
+                            items3.append(d3(x, (p3, i), ctx))
+                        else:
+                            items3.append(_d_AuthMethod(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.auth_methods = items3
         except DecodeError as exc:
             inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, [])
@@ -7938,10 +7990,17 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
     if v.__class__ is list:
         p1 = (path, "providers")
         items1: list[ProviderInfo] = []
-        i = 0
-        for x in v:
-            items1.append(_d_ProviderInfo(x, (p1, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held1 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items1.append(_d_ProviderInfo(x, (p1, i), ctx))
+                i += 1
+        finally:
+            if held1:
+                _gc_release()
         inst.providers = items1
     elif v is _MISSING:
         _missing(path, "providers")
@@ -8398,20 +8457,27 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         try:
             p3 = (path, "configOptions")
             items3: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t3 := x.get("type")).__class__ is str
-                        and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
-                    ):
-                        items3.append(d3(x, (p3, i), ctx))
-                    else:
-                        items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t3 := x.get("type")).__class__ is str
+                            and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
+                        ):
+                            items3.append(d3(x, (p3, i), ctx))
+                        else:
+                            items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.config_options = items3
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -8505,13 +8571,20 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
         try:
             p2 = (path, "availableModes")
             items2: list[SessionMode] = []
-            i = 0
-            for x in v:
-                try:
-                    items2.append(_d_SessionMode(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items2.append(_d_SessionMode(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.available_modes = items2
         except DecodeError as exc:
             inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
@@ -9039,13 +9112,20 @@ def _d_SessionConfigSelectGroup(
         try:
             p3 = (path, "options")
             items3: list[SessionConfigSelectOption] = []
-            i = 0
-            for x in v:
-                try:
-                    items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.options = items3
         except DecodeError as exc:
             inst.options = _tolerated(ctx, (path, "options"), exc, [])
@@ -9222,20 +9302,27 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
         try:
             p2 = (path, "configOptions")
             items2: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.config_options = items2
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -9315,13 +9402,20 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         try:
             p1 = (path, "sessions")
             items1: list[SessionInfo] = []
-            i = 0
-            for x in v:
-                try:
-                    items1.append(_d_SessionInfo(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items1.append(_d_SessionInfo(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.sessions = items1
         except DecodeError as exc:
             inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
@@ -9627,20 +9721,27 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
         try:
             p3 = (path, "configOptions")
             items3: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t3 := x.get("type")).__class__ is str
-                        and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
-                    ):
-                        items3.append(d3(x, (p3, i), ctx))
-                    else:
-                        items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t3 := x.get("type")).__class__ is str
+                            and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
+                        ):
+                            items3.append(d3(x, (p3, i), ctx))
+                        else:
+                            items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.config_options = items3
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -9746,20 +9847,27 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         try:
             p2 = (path, "configOptions")
             items2: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.config_options = items2
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -9939,20 +10047,27 @@ def _d_SetSessionConfigOptionResponse(
         try:
             p1 = (path, "configOptions")
             items1: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
@@ -10323,17 +10438,24 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
     if v.__class__ is list:
         p1 = (path, "suggestions")
         items1: list[NesSuggestion] = []
-        i = 0
-        for x in v:
-            if (
-                x.__class__ is dict
-                and (t1 := x.get("kind")).__class__ is str
-                and (d1 := _NesSuggestion_TAGS.get(t1)) is not None
-            ):
-                items1.append(d1(x, (p1, i), ctx))
-            else:
-                items1.append(_d_NesSuggestion(x, (p1, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held1 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                if (
+                    x.__class__ is dict
+                    and (t1 := x.get("kind")).__class__ is str
+                    and (d1 := _NesSuggestion_TAGS.get(t1)) is not None
+                ):
+                    items1.append(d1(x, (p1, i), ctx))
+                else:
+                    items1.append(_d_NesSuggestion(x, (p1, i), ctx))
+                i += 1
+        finally:
+            if held1:
+                _gc_release()
         inst.suggestions = items1
     elif v is _MISSING:
         _missing(path, "suggestions")
@@ -10615,10 +10737,17 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
     if v.__class__ is list:
         p3 = (path, "edits")
         items3: list[NesTextEdit] = []
-        i = 0
-        for x in v:
-            items3.append(_d_NesTextEdit(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_NesTextEdit(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.edits = items3
     elif v is _MISSING:
         _missing(path, "edits")
@@ -11616,20 +11745,27 @@ def _d_SessionUpdateToolCallUpdate(
         try:
             p6 = (path, "content")
             items6: list[ToolCallContent] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t6 := x.get("type")).__class__ is str
-                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
-                    ):
-                        items6.append(d6(x, (p6, i), ctx))
-                    else:
-                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p6, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held6 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t6 := x.get("type")).__class__ is str
+                            and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                        ):
+                            items6.append(d6(x, (p6, i), ctx))
+                        else:
+                            items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p6, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held6:
+                    _gc_release()
             inst.content = items6
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -11648,13 +11784,20 @@ def _d_SessionUpdateToolCallUpdate(
         try:
             p7 = (path, "locations")
             items7: list[ToolCallLocation] = []
-            i = 0
-            for x in v:
-                try:
-                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p7, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held7 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p7, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held7:
+                    _gc_release()
             inst.locations = items7
         except DecodeError as exc:
             inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
@@ -11931,20 +12074,27 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         try:
             p6 = (path, "content")
             items6: list[ToolCallContent] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t6 := x.get("type")).__class__ is str
-                        and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
-                    ):
-                        items6.append(d6(x, (p6, i), ctx))
-                    else:
-                        items6.append(_d_ToolCallContent(x, (p6, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p6, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held6 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t6 := x.get("type")).__class__ is str
+                            and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
+                        ):
+                            items6.append(d6(x, (p6, i), ctx))
+                        else:
+                            items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p6, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held6:
+                    _gc_release()
             inst.content = items6
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -11961,13 +12111,20 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
         try:
             p7 = (path, "locations")
             items7: list[ToolCallLocation] = []
-            i = 0
-            for x in v:
-                try:
-                    items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p7, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held7 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items7.append(_d_ToolCallLocation(x, (p7, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p7, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held7:
+                    _gc_release()
             inst.locations = items7
         except DecodeError as exc:
             inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
@@ -12178,13 +12335,20 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
         try:
             p1 = (path, "entries")
             items1: list[PlanEntry] = []
-            i = 0
-            for x in v:
-                try:
-                    items1.append(_d_PlanEntry(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items1.append(_d_PlanEntry(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.entries = items1
         except DecodeError as exc:
             inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
@@ -12268,13 +12432,20 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         try:
             p2 = (path, "entries")
             items2: list[PlanEntry] = []
-            i = 0
-            for x in v:
-                try:
-                    items2.append(_d_PlanEntry(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items2.append(_d_PlanEntry(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.entries = items2
         except DecodeError as exc:
             inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
@@ -12791,13 +12962,20 @@ def _d_AvailableCommandsUpdate(
         try:
             p1 = (path, "availableCommands")
             items1: list[AvailableCommand] = []
-            i = 0
-            for x in v:
-                try:
-                    items1.append(_d_AvailableCommand(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items1.append(_d_AvailableCommand(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.available_commands = items1
         except DecodeError as exc:
             inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
@@ -12940,20 +13118,27 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         try:
             p1 = (path, "configOptions")
             items1: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
@@ -13301,20 +13486,27 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
         try:
             p3 = (path, "summary")
             items3: list[ContentBlock] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t3 := x.get("type")).__class__ is str
-                        and (d3 := _ContentBlock_TAGS.get(t3)) is not None
-                    ):
-                        items3.append(d3(x, (p3, i), ctx))
-                    else:
-                        items3.append(_d_ContentBlock(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t3 := x.get("type")).__class__ is str
+                            and (d3 := _ContentBlock_TAGS.get(t3)) is not None
+                        ):
+                            items3.append(d3(x, (p3, i), ctx))
+                        else:
+                            items3.append(_d_ContentBlock(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.summary = items3
         except DecodeError as exc:
             inst.summary = _tolerated(ctx, (path, "summary"), exc, UNSET)
@@ -15463,20 +15655,27 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         try:
             p2 = (path, "mcpServers")
             items2: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _McpServer_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_McpServer(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _McpServer_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_McpServer(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.mcp_servers = items2
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
@@ -15671,10 +15870,17 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
-        i = 0
-        for x in v:
-            items3.append(_d_HttpHeader(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_HttpHeader(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.headers = items3
     elif v is _MISSING:
         _missing(path, "headers")
@@ -15759,10 +15965,17 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
-        i = 0
-        for x in v:
-            items3.append(_d_HttpHeader(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_HttpHeader(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.headers = items3
     elif v is _MISSING:
         _missing(path, "headers")
@@ -15940,10 +16153,17 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if v.__class__ is list:
         p4 = (path, "env")
         items4: list[EnvVariable] = []
-        i = 0
-        for x in v:
-            items4.append(_d_EnvVariable(x, (p4, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held4 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items4.append(_d_EnvVariable(x, (p4, i), ctx))
+                i += 1
+        finally:
+            if held4:
+                _gc_release()
         inst.env = items4
     elif v is _MISSING:
         _missing(path, "env")
@@ -16018,20 +16238,27 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
         try:
             p1 = (path, "mcpServers")
             items1: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _McpServer_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_McpServer(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _McpServer_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_McpServer(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.mcp_servers = items1
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
@@ -16367,20 +16594,27 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
         try:
             p4 = (path, "mcpServers")
             items4: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t4 := x.get("type")).__class__ is str
-                        and (d4 := _McpServer_TAGS.get(t4)) is not None
-                    ):
-                        items4.append(d4(x, (p4, i), ctx))
-                    else:
-                        items4.append(_d_McpServer(x, (p4, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p4, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held4 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t4 := x.get("type")).__class__ is str
+                            and (d4 := _McpServer_TAGS.get(t4)) is not None
+                        ):
+                            items4.append(d4(x, (p4, i), ctx))
+                        else:
+                            items4.append(_d_McpServer(x, (p4, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p4, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held4:
+                    _gc_release()
             inst.mcp_servers = items4
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
@@ -16525,20 +16759,27 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         try:
             p4 = (path, "mcpServers")
             items4: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t4 := x.get("type")).__class__ is str
-                        and (d4 := _McpServer_TAGS.get(t4)) is not None
-                    ):
-                        items4.append(d4(x, (p4, i), ctx))
-                    else:
-                        items4.append(_d_McpServer(x, (p4, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p4, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held4 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t4 := x.get("type")).__class__ is str
+                            and (d4 := _McpServer_TAGS.get(t4)) is not None
+                        ):
+                            items4.append(d4(x, (p4, i), ctx))
+                        else:
+                            items4.append(_d_McpServer(x, (p4, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p4, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held4:
+                    _gc_release()
             inst.mcp_servers = items4
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
@@ -16947,17 +17188,24 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if v.__class__ is list:
         p2 = (path, "prompt")
         items2: list[ContentBlock] = []
-        i = 0
-        for x in v:
-            if (
-                x.__class__ is dict
-                and (t2 := x.get("type")).__class__ is str
-                and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-            ):
-                items2.append(d2(x, (p2, i), ctx))
-            else:
-                items2.append(_d_ContentBlock(x, (p2, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held2 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                if (
+                    x.__class__ is dict
+                    and (t2 := x.get("type")).__class__ is str
+                    and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                ):
+                    items2.append(d2(x, (p2, i), ctx))
+                else:
+                    items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                i += 1
+        finally:
+            if held2:
+                _gc_release()
         inst.prompt = items2
     elif v is _MISSING:
         _missing(path, "prompt")
@@ -17057,10 +17305,17 @@ def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesReq
     if v.__class__ is list:
         p2 = (path, "workspaceFolders")
         items2: list[WorkspaceFolder] = []
-        i = 0
-        for x in v:
-            items2.append(_d_WorkspaceFolder(x, (p2, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held2 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items2.append(_d_WorkspaceFolder(x, (p2, i), ctx))
+                i += 1
+        finally:
+            if held2:
+                _gc_release()
         inst.workspace_folders = items2
     elif v is _MISSING:
         inst.workspace_folders = UNSET
@@ -17448,10 +17703,17 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if v.__class__ is list:
         p1 = (path, "recentFiles")
         items1: list[NesRecentFile] = []
-        i = 0
-        for x in v:
-            items1.append(_d_NesRecentFile(x, (p1, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held1 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items1.append(_d_NesRecentFile(x, (p1, i), ctx))
+                i += 1
+        finally:
+            if held1:
+                _gc_release()
         inst.recent_files = items1
     elif v is _MISSING:
         inst.recent_files = UNSET
@@ -17464,10 +17726,17 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if v.__class__ is list:
         p2 = (path, "relatedSnippets")
         items2: list[NesRelatedSnippet] = []
-        i = 0
-        for x in v:
-            items2.append(_d_NesRelatedSnippet(x, (p2, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held2 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items2.append(_d_NesRelatedSnippet(x, (p2, i), ctx))
+                i += 1
+        finally:
+            if held2:
+                _gc_release()
         inst.related_snippets = items2
     elif v is _MISSING:
         inst.related_snippets = UNSET
@@ -17480,10 +17749,17 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if v.__class__ is list:
         p3 = (path, "editHistory")
         items3: list[NesEditHistoryEntry] = []
-        i = 0
-        for x in v:
-            items3.append(_d_NesEditHistoryEntry(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_NesEditHistoryEntry(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.edit_history = items3
     elif v is _MISSING:
         inst.edit_history = UNSET
@@ -17496,10 +17772,17 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if v.__class__ is list:
         p4 = (path, "userActions")
         items4: list[NesUserAction] = []
-        i = 0
-        for x in v:
-            items4.append(_d_NesUserAction(x, (p4, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held4 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items4.append(_d_NesUserAction(x, (p4, i), ctx))
+                i += 1
+        finally:
+            if held4:
+                _gc_release()
         inst.user_actions = items4
     elif v is _MISSING:
         inst.user_actions = UNSET
@@ -17512,10 +17795,17 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if v.__class__ is list:
         p5 = (path, "openFiles")
         items5: list[NesOpenFile] = []
-        i = 0
-        for x in v:
-            items5.append(_d_NesOpenFile(x, (p5, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held5 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items5.append(_d_NesOpenFile(x, (p5, i), ctx))
+                i += 1
+        finally:
+            if held5:
+                _gc_release()
         inst.open_files = items5
     elif v is _MISSING:
         inst.open_files = UNSET
@@ -17528,10 +17818,17 @@ def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSugges
     if v.__class__ is list:
         p6 = (path, "diagnostics")
         items6: list[NesDiagnostic] = []
-        i = 0
-        for x in v:
-            items6.append(_d_NesDiagnostic(x, (p6, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held6 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items6.append(_d_NesDiagnostic(x, (p6, i), ctx))
+                i += 1
+        finally:
+            if held6:
+                _gc_release()
         inst.diagnostics = items6
     elif v is _MISSING:
         inst.diagnostics = UNSET
@@ -17704,10 +18001,17 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
     if v.__class__ is list:
         p2 = (path, "excerpts")
         items2: list[NesExcerpt] = []
-        i = 0
-        for x in v:
-            items2.append(_d_NesExcerpt(x, (p2, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held2 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items2.append(_d_NesExcerpt(x, (p2, i), ctx))
+                i += 1
+        finally:
+            if held2:
+                _gc_release()
         inst.excerpts = items2
     elif v is _MISSING:
         _missing(path, "excerpts")
@@ -19682,13 +19986,20 @@ def _d_DidChangeDocumentNotification(
         try:
             p4 = (path, "contentChanges")
             items4: list[TextDocumentContentChangeEvent] = []
-            i = 0
-            for x in v:
-                try:
-                    items4.append(_d_TextDocumentContentChangeEvent(x, (p4, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p4, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held4 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items4.append(_d_TextDocumentContentChangeEvent(x, (p4, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p4, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held4:
+                    _gc_release()
             inst.content_changes = items4
         except DecodeError as exc:
             inst.content_changes = _tolerated(ctx, (path, "contentChanges"), exc, [])

@@ -7,8 +7,8 @@
     from mypkg import asgi_app
     app = asgi_app(MyAgent)          # uvicorn mymod:app   /   hypercorn mymod:app
 
-- `GET` with `Upgrade: websocket`: one ACP connection per socket, JSON-RPC in text frames
-  (binary frames are ignored); the 101 answer carries `Acp-Connection-Id`.
+- `GET` with `Upgrade: websocket` (see `remote_server_ws`): one ACP connection per socket,
+  JSON-RPC in text frames (binary frames are ignored); the 101 answer carries `Acp-Connection-Id`.
 - Streamable HTTP (see `remote_server_http`): `POST` `initialize` answers 200 with the JSON
   response and `Acp-Connection-Id`, every other POST 202; server->client messages go on
   long-lived SSE `GET` streams, one for the connection and one per session; `DELETE` ends the
@@ -34,19 +34,18 @@ Standard library only; the ASGI server is the user's choice.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Final
 
 from .agent import Agent
-from .dispatch import INTERNAL_ERROR, INVALID_REQUEST
 from .principal import Principal
 from .remote_auth import Authenticate, AuthRequest, BearerTokens, Gate, Refusal, auth_request
 from .remote_limits import Budget
 from .remote_limits import Limits as Caps
-from .remote_link import Channel, Link
+from .remote_link import Link
 from .remote_server_http import HttpTransport
+from .remote_server_ws import WsTransport, refusal_code
 from .remote_wire import (
     AnyReceive,
     AnySend,
@@ -54,9 +53,6 @@ from .remote_wire import (
     Receive,
     Scope,
     Send,
-    client_address,
-    frame,
-    over_budget_line,
     request_headers,
     send_error,
 )
@@ -67,11 +63,6 @@ __all__ = ["DEFAULT_PATH", "AsgiApp", "AuthRequest", "BearerTokens", "Caps", "as
 _log = logging.getLogger(__name__)
 
 DEFAULT_PATH: Final = "/acp"
-_WS_TRY_AGAIN: Final = 1013  # "try again later": over max_connections
-_WS_GOING_AWAY: Final = 1001  # idle timeout, server shutdown
-_WS_POLICY: Final = 1008  # refused: Host, Origin or credentials
-_WS_INTERNAL: Final = 1011  # the agent factory failed
-_CLOSE_TIMEOUT: Final = 1.0
 
 
 class AsgiApp:
@@ -84,9 +75,12 @@ class AsgiApp:
         self.path = path
         self.limits = limits
         self.gate = gate
-        self.websockets: dict[str, Link] = {}
         self.budget = Budget(limits.caps.max_inflight_bytes)  # bytes in flight, every connection
         self.http = HttpTransport(make_agent, limits, self._room, self._gone, self.budget)
+        self.ws = WsTransport(
+            make_agent, limits, self.budget, self._admit, self._room, self._close_soon, self._gone
+        )
+        self.websockets = self.ws.links  # the live WebSocket connections by id
         self._reaper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed
         self._authenticating = 0  # requests inside the authentication hook
@@ -128,7 +122,7 @@ class AsgiApp:
         if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
-            await self._websocket(scope, receive, send)
+            await self.ws(self.path, scope, receive, send)
         elif kind == "http":
             if scope["path"] != self.path:
                 await send_error(send, 404, None, -32600, f"no ACP endpoint at {scope['path']}")
@@ -136,7 +130,7 @@ class AsgiApp:
             who = await self._admit("http", scope)
             if isinstance(who, Refusal):
                 await send_error(
-                    send, who.status, None, _code(who), who.detail, headers=who.headers
+                    send, who.status, None, refusal_code(who), who.detail, headers=who.headers
                 )
             else:
                 await self.http(scope, receive, send, who)
@@ -209,153 +203,6 @@ class AsgiApp:
                     # Nobody reads it and nobody asks: the client vanished (or went half-open).
                     _log.info("remote connection %s: no stream, no request: closed", link.id)
                     self._close_soon(link)
-
-    # -- WebSocket -----------------------------------------------------------------
-    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        message = await receive()
-        if message["type"] != "websocket.connect":
-            return
-        if scope["path"] != self.path:
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        who = await self._admit("websocket", scope)
-        if isinstance(who, Refusal):
-            await self._refuse_websocket(scope, send, who)
-            return
-        client = client_address(scope)
-        if not self._room(client):
-            await self._refuse_websocket(scope, send, Refusal(503, "too many connections"))
-            return
-        channel = Channel()
-        try:
-            agent = self.make_agent()
-            agent.principal = who
-        except Exception:
-            # Accepted, then closed 1011 ("internal error"): closing before the accept would
-            # reach the client as "HTTP 403 to the upgrade", which reads like an auth problem.
-            _log.exception("the agent factory failed")
-            await send({"type": "websocket.accept"})
-            reason = "cannot start an agent"
-            await send({"type": "websocket.close", "code": _WS_INTERNAL, "reason": reason})
-            return
-        link = self._link(agent, channel, client)
-        self.websockets[link.id] = link
-        deadline = self.limits.caps.initialize_timeout
-        timer = (
-            None
-            if deadline is None
-            else asyncio.get_running_loop().call_later(deadline, self._unspoken, link)
-        )
-        try:
-            headers = [(b"acp-connection-id", link.id.encode())]
-            await send({"type": "websocket.accept", "headers": headers})
-            pump = asyncio.ensure_future(self._pump(link, channel, send))
-            reader = asyncio.ensure_future(self._read(link, receive, self.budget))
-            undo = link.on_close(lambda: None if pump.cancel() else None)  # stop sending
-            try:
-                await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                undo()
-                # The client left (the reader returned), or the server ends it (the pump
-                # was stopped, or failed): then the socket is closed here.
-                left = reader.done() and not reader.cancelled() and reader.result() is True
-                pump.cancel()
-                reader.cancel()
-                await asyncio.gather(pump, reader, return_exceptions=True)
-                if not left:  # bounded: a client that stopped reading may never take it
-                    with contextlib.suppress(Exception):
-                        closing = send({"type": "websocket.close", "code": _WS_GOING_AWAY})
-                        await asyncio.wait_for(closing, _CLOSE_TIMEOUT)
-        finally:
-            if timer is not None:
-                timer.cancel()
-            del self.websockets[link.id]
-            await link.close()
-            self._gone()
-
-    def _unspoken(self, link: Link) -> None:
-        """A WebSocket silent since it opened, `initialize_timeout` later: closed."""
-        if not link.messages and not link.closed:
-            _log.info("remote connection %s sent nothing in time: closed", link.id)
-            self._close_soon(link)
-
-    def _link(self, agent: Agent, channel: Channel, client: str) -> Link:
-        limits = self.limits
-        return Link(
-            agent,
-            channel.push,
-            ctx=limits.ctx,
-            max_message_size=limits.max_message_size,
-            send_buffer=limits.send_buffer,
-            shutdown_grace=limits.shutdown_grace,
-            limits=limits.caps,
-            client=client,
-            budget=self.budget,
-        )
-
-    async def _refuse_websocket(self, scope: Scope, send: Send, refusal: Refusal) -> None:
-        extensions: Any = scope.get("extensions")
-        if isinstance(extensions, dict) and "websocket.http.response" in extensions:
-            await send_error(
-                send,
-                refusal.status,
-                None,
-                _code(refusal),
-                refusal.detail,
-                headers=refusal.headers,
-                websocket=True,
-            )
-        elif refusal.status == 503:
-            await send({"type": "websocket.accept"})
-            await send({"type": "websocket.close", "code": _WS_TRY_AGAIN, "reason": refusal.detail})
-        else:  # closed before accept: the server answers 403, nothing was upgraded
-            await send({"type": "websocket.close", "code": _WS_POLICY, "reason": refusal.detail})
-
-    @staticmethod
-    async def _read(link: Link, receive: Receive, budget: Budget) -> bool:
-        """Client frames into the agent's inbox: True once the client disconnected, False
-        if the connection ended first. A frame over the app's budget is answered -32000."""
-        while True:
-            message = await receive()
-            kind = message["type"]
-            if kind == "websocket.disconnect":
-                return True
-            text = message.get("text") if kind == "websocket.receive" else None
-            del message  # no copy of a message outlives its delivery (the next one may be late)
-            if text is not None:  # binary frames are ignored (the RFD)
-                data = frame(text.encode("utf-8", "surrogatepass"))
-                del text
-                if not budget.take(len(data)):
-                    answer = over_budget_line(data, budget)
-                    del data
-                    if answer is not None and not link.outbox.closed:
-                        link.outbox.write(answer)
-                    continue
-                ok = await link.deliver(data)
-                del data
-                if not ok:
-                    return False
-
-    @staticmethod
-    async def _pump(link: Link, channel: Channel, send: Send) -> None:
-        """The agent's messages out as text frames, until cancelled (the link's end)."""
-        outbox = link.outbox
-        while True:
-            await channel.wait()
-            batch = channel.take()
-            for i, line in enumerate(batch):
-                try:
-                    text = line[:-1].decode("utf-8", "surrogatepass")
-                    await send({"type": "websocket.send", "text": text})
-                except BaseException:
-                    channel.untake(batch[i:])
-                    raise
-                outbox.sent(line)
-            link.touch()
-
-
-def _code(refusal: Refusal) -> int:
-    return INTERNAL_ERROR if refusal.status >= 500 and refusal.status != 503 else INVALID_REQUEST
 
 
 def asgi_app(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 from .serde import DEFAULT_CTX as _DEFAULT_CTX
+from .serde import HOLD_FROM as _HOLD_FROM
 from .serde import MISSING as _MISSING
 from .serde import NO_EXTRA as _NO_EXTRA
 from .serde import UNSET as UNSET
@@ -41,6 +42,8 @@ from .serde import extra_field as _extra_field
 from .serde import extra_fields as _extra_fields
 from .serde import fail as _fail
 from .serde import format_path as format_path
+from .serde import gc_hold as _gc_hold
+from .serde import gc_release as _gc_release
 from .serde import is_object as _is_object
 from .serde import list_of as _list_of
 from .serde import loads as loads
@@ -645,10 +648,17 @@ def _d_RequestPermissionRequest(
     if v.__class__ is list:
         p3 = (path, "options")
         items3: list[PermissionOption] = []
-        i = 0
-        for x in v:
-            items3.append(_d_PermissionOption(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_PermissionOption(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.options = items3
     elif v is _MISSING:
         _missing(path, "options")
@@ -833,20 +843,27 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         try:
             p5 = (path, "content")
             items5: list[ToolCallContent] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t5 := x.get("type")).__class__ is str
-                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                    ):
-                        items5.append(d5(x, (p5, i), ctx))
-                    else:
-                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p5, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held5 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t5 := x.get("type")).__class__ is str
+                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                        ):
+                            items5.append(d5(x, (p5, i), ctx))
+                        else:
+                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p5, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held5:
+                    _gc_release()
             inst.content = items5
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -865,13 +882,20 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
         try:
             p6 = (path, "locations")
             items6: list[ToolCallLocation] = []
-            i = 0
-            for x in v:
-                try:
-                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p6, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held6 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p6, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held6:
+                    _gc_release()
             inst.locations = items6
         except DecodeError as exc:
             inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
@@ -1562,13 +1586,20 @@ def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
         try:
             p5 = (path, "icons")
             items5: list[Icon] = []
-            i = 0
-            for x in v:
-                try:
-                    items5.append(_d_Icon(x, (p5, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p5, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held5 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items5.append(_d_Icon(x, (p5, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p5, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held5:
+                    _gc_release()
             inst.icons = items5
         except DecodeError as exc:
             inst.icons = _tolerated(ctx, (path, "icons"), exc, UNSET)
@@ -2656,20 +2687,27 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
     if v.__class__ is list:
         p1 = (path, "changes")
         items1: list[DiffChange] = []
-        i = 0
-        for x in v:
-            try:
-                if (
-                    x.__class__ is dict
-                    and (t1 := x.get("operation")).__class__ is str
-                    and (d1 := _DiffChange_TAGS.get(t1)) is not None
-                ):
-                    items1.append(d1(x, (p1, i), ctx))
-                else:
-                    items1.append(_d_DiffChange(x, (p1, i), ctx))
-            except DecodeError as exc:
-                ctx.tolerated((p1, i), exc, "item dropped")
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held1 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                try:
+                    if (
+                        x.__class__ is dict
+                        and (t1 := x.get("operation")).__class__ is str
+                        and (d1 := _DiffChange_TAGS.get(t1)) is not None
+                    ):
+                        items1.append(d1(x, (p1, i), ctx))
+                    else:
+                        items1.append(_d_DiffChange(x, (p1, i), ctx))
+                except DecodeError as exc:
+                    ctx.tolerated((p1, i), exc, "item dropped")
+                i += 1
+        finally:
+            if held1:
+                _gc_release()
         inst.changes = items1
     elif v is _MISSING:
         _missing(path, "changes")
@@ -3843,10 +3881,17 @@ def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> String
     if v.__class__ is list:
         p9 = (path, "oneOf")
         items9: list[EnumOption] = []
-        i = 0
-        for x in v:
-            items9.append(_d_EnumOption(x, (p9, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held9 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items9.append(_d_EnumOption(x, (p9, i), ctx))
+                i += 1
+        finally:
+            if held9:
+                _gc_release()
         inst.one_of = items9
     elif v is _MISSING:
         inst.one_of = UNSET
@@ -4441,10 +4486,17 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
     if v.__class__ is list:
         p1 = (path, "anyOf")
         items1: list[EnumOption] = []
-        i = 0
-        for x in v:
-            items1.append(_d_EnumOption(x, (p1, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held1 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items1.append(_d_EnumOption(x, (p1, i), ctx))
+                i += 1
+        finally:
+            if held1:
+                _gc_release()
         inst.any_of = items1
     elif v is _MISSING:
         _missing(path, "anyOf")
@@ -5071,20 +5123,27 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
         try:
             p4 = (path, "authMethods")
             items4: list[AuthMethod] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t4 := x.get("type")).__class__ is str
-                        and (d4 := _AuthMethod_TAGS.get(t4)) is not None
-                    ):
-                        items4.append(d4(x, (p4, i), ctx))
-                    else:
-                        items4.append(_d_AuthMethod(x, (p4, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p4, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held4 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t4 := x.get("type")).__class__ is str
+                            and (d4 := _AuthMethod_TAGS.get(t4)) is not None
+                        ):
+                            items4.append(d4(x, (p4, i), ctx))
+                        else:
+                            items4.append(_d_AuthMethod(x, (p4, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p4, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held4:
+                    _gc_release()
             inst.auth_methods = items4
         except DecodeError as exc:
             inst.auth_methods = _tolerated(ctx, (path, "authMethods"), exc, UNSET)
@@ -6205,13 +6264,20 @@ def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMeth
         try:
             p5 = (path, "env")
             items5: list[EnvVariable] = []
-            i = 0
-            for x in v:
-                try:
-                    items5.append(_d_EnvVariable(x, (p5, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p5, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held5 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items5.append(_d_EnvVariable(x, (p5, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p5, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held5:
+                    _gc_release()
             inst.env = items5
         except DecodeError as exc:
             inst.env = _tolerated(ctx, (path, "env"), exc, UNSET)
@@ -6505,20 +6571,27 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
         try:
             p2 = (path, "configOptions")
             items2: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.config_options = items2
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -6964,13 +7037,20 @@ def _d_SessionConfigSelectGroup(
         try:
             p3 = (path, "options")
             items3: list[SessionConfigSelectOption] = []
-            i = 0
-            for x in v:
-                try:
-                    items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items3.append(_d_SessionConfigSelectOption(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.options = items3
         except DecodeError as exc:
             inst.options = _tolerated(ctx, (path, "options"), exc, [])
@@ -7129,13 +7209,20 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
         try:
             p1 = (path, "sessions")
             items1: list[SessionInfo] = []
-            i = 0
-            for x in v:
-                try:
-                    items1.append(_d_SessionInfo(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items1.append(_d_SessionInfo(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.sessions = items1
         except DecodeError as exc:
             inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
@@ -7420,20 +7507,27 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
         try:
             p1 = (path, "configOptions")
             items1: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, UNSET)
@@ -7556,20 +7650,27 @@ def _d_SetSessionConfigOptionResponse(
         try:
             p1 = (path, "configOptions")
             items1: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
@@ -8255,20 +8356,27 @@ def _d_SessionUpdateToolCallUpdate(
         try:
             p5 = (path, "content")
             items5: list[ToolCallContent] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t5 := x.get("type")).__class__ is str
-                        and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                    ):
-                        items5.append(d5(x, (p5, i), ctx))
-                    else:
-                        items5.append(_d_ToolCallContent(x, (p5, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p5, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held5 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t5 := x.get("type")).__class__ is str
+                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
+                        ):
+                            items5.append(d5(x, (p5, i), ctx))
+                        else:
+                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p5, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held5:
+                    _gc_release()
             inst.content = items5
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -8287,13 +8395,20 @@ def _d_SessionUpdateToolCallUpdate(
         try:
             p6 = (path, "locations")
             items6: list[ToolCallLocation] = []
-            i = 0
-            for x in v:
-                try:
-                    items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p6, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held6 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items6.append(_d_ToolCallLocation(x, (p6, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p6, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held6:
+                    _gc_release()
             inst.locations = items6
         except DecodeError as exc:
             inst.locations = _tolerated(ctx, (path, "locations"), exc, UNSET)
@@ -8499,20 +8614,27 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
         try:
             p2 = (path, "content")
             items2: list[ContentBlock] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.content = items2
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -8614,20 +8736,27 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
         try:
             p2 = (path, "content")
             items2: list[ContentBlock] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.content = items2
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -8729,20 +8858,27 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
         try:
             p2 = (path, "content")
             items2: list[ContentBlock] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t2 := x.get("type")).__class__ is str
-                        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                    ):
-                        items2.append(d2(x, (p2, i), ctx))
-                    else:
-                        items2.append(_d_ContentBlock(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t2 := x.get("type")).__class__ is str
+                            and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                        ):
+                            items2.append(d2(x, (p2, i), ctx))
+                        else:
+                            items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.content = items2
         except DecodeError as exc:
             inst.content = _tolerated(ctx, (path, "content"), exc, UNSET)
@@ -9546,13 +9682,20 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
         try:
             p2 = (path, "entries")
             items2: list[PlanEntry] = []
-            i = 0
-            for x in v:
-                try:
-                    items2.append(_d_PlanEntry(x, (p2, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p2, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held2 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items2.append(_d_PlanEntry(x, (p2, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p2, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held2:
+                    _gc_release()
             inst.entries = items2
         except DecodeError as exc:
             inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
@@ -9843,13 +9986,20 @@ def _d_AvailableCommandsUpdate(
         try:
             p1 = (path, "availableCommands")
             items1: list[AvailableCommand] = []
-            i = 0
-            for x in v:
-                try:
-                    items1.append(_d_AvailableCommand(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        items1.append(_d_AvailableCommand(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.available_commands = items1
         except DecodeError as exc:
             inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
@@ -9926,20 +10076,27 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
         try:
             p1 = (path, "configOptions")
             items1: list[SessionConfigOption] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("type")).__class__ is str
-                        and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p1, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held1 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t1 := x.get("type")).__class__ is str
+                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
+                        ):
+                            items1.append(d1(x, (p1, i), ctx))
+                        else:
+                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p1, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held1:
+                    _gc_release()
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
@@ -11100,20 +11257,27 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
         try:
             p3 = (path, "mcpServers")
             items3: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t3 := x.get("type")).__class__ is str
-                        and (d3 := _McpServer_TAGS.get(t3)) is not None
-                    ):
-                        items3.append(d3(x, (p3, i), ctx))
-                    else:
-                        items3.append(_d_McpServer(x, (p3, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p3, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held3 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t3 := x.get("type")).__class__ is str
+                            and (d3 := _McpServer_TAGS.get(t3)) is not None
+                        ):
+                            items3.append(d3(x, (p3, i), ctx))
+                        else:
+                            items3.append(_d_McpServer(x, (p3, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p3, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held3:
+                    _gc_release()
             inst.mcp_servers = items3
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
@@ -11282,10 +11446,17 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
-        i = 0
-        for x in v:
-            items3.append(_d_HttpHeader(x, (p3, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held3 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items3.append(_d_HttpHeader(x, (p3, i), ctx))
+                i += 1
+        finally:
+            if held3:
+                _gc_release()
         inst.headers = items3
     elif v is _MISSING:
         inst.headers = UNSET
@@ -11391,10 +11562,17 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
     if v.__class__ is list:
         p4 = (path, "env")
         items4: list[EnvVariable] = []
-        i = 0
-        for x in v:
-            items4.append(_d_EnvVariable(x, (p4, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held4 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                items4.append(_d_EnvVariable(x, (p4, i), ctx))
+                i += 1
+        finally:
+            if held4:
+                _gc_release()
         inst.env = items4
     elif v is _MISSING:
         inst.env = UNSET
@@ -11665,20 +11843,27 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
         try:
             p4 = (path, "mcpServers")
             items4: list[McpServer] = []
-            i = 0
-            for x in v:
-                try:
-                    if (
-                        x.__class__ is dict
-                        and (t4 := x.get("type")).__class__ is str
-                        and (d4 := _McpServer_TAGS.get(t4)) is not None
-                    ):
-                        items4.append(d4(x, (p4, i), ctx))
-                    else:
-                        items4.append(_d_McpServer(x, (p4, i), ctx))
-                except DecodeError as exc:
-                    ctx.tolerated((p4, i), exc, "item dropped")
-                i += 1
+            # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+            if held4 := len(v) >= _HOLD_FROM:
+                _gc_hold()
+            try:
+                i = 0
+                for x in v:
+                    try:
+                        if (
+                            x.__class__ is dict
+                            and (t4 := x.get("type")).__class__ is str
+                            and (d4 := _McpServer_TAGS.get(t4)) is not None
+                        ):
+                            items4.append(d4(x, (p4, i), ctx))
+                        else:
+                            items4.append(_d_McpServer(x, (p4, i), ctx))
+                    except DecodeError as exc:
+                        ctx.tolerated((p4, i), exc, "item dropped")
+                    i += 1
+            finally:
+                if held4:
+                    _gc_release()
             inst.mcp_servers = items4
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, UNSET)
@@ -12085,17 +12270,24 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
     if v.__class__ is list:
         p2 = (path, "prompt")
         items2: list[ContentBlock] = []
-        i = 0
-        for x in v:
-            if (
-                x.__class__ is dict
-                and (t2 := x.get("type")).__class__ is str
-                and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-            ):
-                items2.append(d2(x, (p2, i), ctx))
-            else:
-                items2.append(_d_ContentBlock(x, (p2, i), ctx))
-            i += 1
+        # A long array builds many surviving objects: the cyclic GC is held off until it is done.
+        if held2 := len(v) >= _HOLD_FROM:
+            _gc_hold()
+        try:
+            i = 0
+            for x in v:
+                if (
+                    x.__class__ is dict
+                    and (t2 := x.get("type")).__class__ is str
+                    and (d2 := _ContentBlock_TAGS.get(t2)) is not None
+                ):
+                    items2.append(d2(x, (p2, i), ctx))
+                else:
+                    items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                i += 1
+        finally:
+            if held2:
+                _gc_release()
         inst.prompt = items2
     elif v is _MISSING:
         _missing(path, "prompt")
