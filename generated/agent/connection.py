@@ -694,6 +694,7 @@ class Connection:
                 _log.exception("notification handler for %s failed", brief(method))
             finally:
                 self._handled = seq
+                params = call = None  # dropped before the worker idles: it may be a large message
                 if self._waiters:
                     self._wake()
 
