@@ -1,9 +1,11 @@
-"""Wall time of generation vs datamodel-codegen alone on the same schema, in one run.
+"""Wall and CPU time of generation vs datamodel-codegen alone on the same schema, in one run.
 
-    .venv/bin/python benchmarks/bench_generate.py [--schema v1] [--runs 5]
+    .venv/bin/python benchmarks/bench_generate.py [--schema v1] [--runs 5] [--before DIR]
 
 Every command runs as a fresh process (there is no cache: every run is "cold"), writing into a
-fresh output folder; the runs are interleaved, and the median of each is compared:
+fresh output folder; the runs are interleaved, and the median of each is compared, in wall time
+and in CPU time (user + system of the process and its children, ruff included: the figure the
+load of a shared machine disturbs least):
 
 - `acp-codegen agent --out X` vs `datamodel-codegen` on the same schema (target <= 1.0x);
 - `acp-codegen generate` of the six golden targets (v1, v1 --unstable, v2; agent and client)
@@ -12,12 +14,17 @@ fresh output folder; the runs are interleaved, and the median of each is compare
   (target <= 1.8x, issue 31 §5);
 - for reference: `acp-codegen agent --formatter black` (`--skip-black` leaves it out: 5x the
   others), and `acp-codegen --version` (start-up).
+
+`--before DIR`: also run `agent --out` and `generate --check` from another checkout's `codegen/`
+(for instance `git worktree add DIR COMMIT`), interleaved with the rest: before and after, side
+by side in one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -60,12 +67,23 @@ schema = "v2"
 """
 
 
-def wall(cmd: list[str], cwd: Path, fresh: Path) -> float:
-    """Run `cmd` in `cwd` after removing `fresh` (its output), return the wall time in seconds."""
+# `acp-codegen` as its console script runs it, but importing codegen/ from the checkout in argv[1].
+RUN_FROM = "import sys; sys.path.insert(0, sys.argv.pop(1)); from codegen.cli import entry; entry()"
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], cwd: Path, fresh: Path) -> tuple[float, float]:
+    """Run `cmd` in `cwd` after removing `fresh` (its output): (wall, CPU) seconds, the CPU of
+    the process and of every child it waited for."""
     shutil.rmtree(fresh, ignore_errors=True)
+    cpu = children_cpu()
     start = time.perf_counter()
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, children_cpu() - cpu
 
 
 def main() -> None:
@@ -73,6 +91,7 @@ def main() -> None:
     parser.add_argument("--schema", default="v1")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-black", action="store_true", help="leave out the black row")
+    parser.add_argument("--before", type=Path, help="a checkout whose codegen/ to run beside this one")
     args = parser.parse_args()
     schema = ROOT / "schema" / args.schema / "schema.json"
     ours = str(BIN / "acp-codegen")
@@ -104,28 +123,48 @@ def main() -> None:
         }
         if args.skip_black:
             del rows["acp-codegen agent --formatter black"]
+        if args.before is not None:
+            before = [sys.executable, "-c", RUN_FROM, str(args.before.resolve())]
+            out_before = work / "out_before"
+            rows["before: agent --out"] = (
+                [*before, "agent", "--schema", args.schema, "--out", str(out_before)], work, out_before
+            )
+            rows["before: generate --check (6)"] = (
+                [*before, "generate", "--check"], work / "project", work / "nothing"
+            )
         for cmd, cwd, fresh in rows.values():  # warm the OS file cache; not counted
-            wall(cmd, cwd, fresh)
+            timed(cmd, cwd, fresh)
         times: dict[str, list[float]] = {name: [] for name in rows}
+        cpus: dict[str, list[float]] = {name: [] for name in rows}
         for _ in range(args.runs):
             for name, (cmd, cwd, fresh) in rows.items():
-                times[name].append(wall(cmd, cwd, fresh))
+                wall, cpu = timed(cmd, cwd, fresh)
+                times[name].append(wall)
+                cpus[name].append(cpu)
     median = {name: statistics.median(t) for name, t in times.items()}
+    cpu_median = {name: statistics.median(t) for name, t in cpus.items()}
     base = median["datamodel-codegen alone"]
+    cpu_base = cpu_median["datamodel-codegen alone"]
     targets = {
         "acp-codegen agent --out": 0.9,
         "acp-codegen generate (6 targets)": 2.0,
         "acp-codegen generate --check (6)": 1.8,
+        "before: agent --out": 0.9,
+        "before: generate --check (6)": 1.8,
     }
     print(
         f"schema {args.schema}; median of {args.runs} interleaved runs, fresh processes, fresh output"
         f" folders; load {os.getloadavg()[0]:.1f}"
     )
+    print(f"  {'':38} {'wall':>8} {'[range]':>13}  {'ratio':6}  {'CPU':>7}  {'ratio':6}")
     for name, value in median.items():
         ratio = f"{value / base:5.2f}x" if name != "datamodel-codegen alone" else "   1x "
+        cpu = cpu_median[name]
+        cpu_ratio = f"{cpu / cpu_base:5.2f}x" if name != "datamodel-codegen alone" else "   1x "
         target = f"  (target <= {targets[name]:.1f}x)" if name in targets else ""
         spread = f"[{min(times[name]):.2f}-{max(times[name]):.2f}]"
-        print(f"  {name:38} {value:6.2f} s {spread:>13}  {ratio}{target}")
+        print(f"  {name:38} {value:6.2f} s {spread:>13}  {ratio}  {cpu:5.2f} s  {cpu_ratio}{target}")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,12 @@ Clients run in `--client-procs` processes (default 2) so that the clients are no
 bottleneck. The open-file limit is raised to its hard limit (resource.setrlimit); if that is
 below what a phase needs, the phase runs with as many connections as fit, and says so.
 `--compare-servers` runs only the busy phase of ours, on uvicorn and on hypercorn (WebSocket).
+`--ab DIR` runs only the busy phase, `--rounds` times: the SDK, ours from DIR (another checkout,
+e.g. `git archive <commit> generated | tar -x -C DIR`) and ours from this one, in an order that
+alternates each round, so that the machine's load falls on all alike; each round prints the
+messages/s ratio to that round's SDK and the server's CPU time per message (user + system, read
+from /proc: less moved by other jobs than wall time). Ours from DIR is served with the checks
+its code has (authentication only where its `asgi_app` takes `authenticate`).
 (`--serve STACK` is the server process, `--client` one client process.)
 """
 
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import resource
@@ -37,7 +44,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "generated"))
+# The agent package served as "ours": this checkout's, or another's (`--ab`), through the
+# environment because uvicorn imports this module again by name in the server process.
+AGENT_ROOT = Path(os.environ.get("BENCH_AGENT_ROOT", str(ROOT)))
+sys.path.insert(0, str(AGENT_ROOT / "generated"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TEXT = "the quick brown fox jumps over the lazy dog, again and again"
@@ -72,12 +82,30 @@ def make_ours() -> Any:
                 await self.peer.session_update(session_id=params.session_id, update=chunk)
             return at.PromptResponse(stop_reason="end_turn")
 
+    if "authenticate" not in inspect.signature(agent.asgi_app).parameters:  # code before issue 28
+        return agent.asgi_app(Ours, max_connections=None, idle_timeout=None)
+    if os.environ.get("BENCH_CHECKS") == "off":  # --ab's "off": this code, no hook, every cap off
+        from agent.remote_limits import Limits as Caps
+
+        caps = Caps(
+            max_pending=None,
+            max_sessions=None,
+            max_streams=None,
+            max_per_client=None,
+            initialize_timeout=None,
+            http_idle_timeout=None,
+            body_timeout=None,
+            max_inflight_bytes=None,
+        )
+        return agent.asgi_app(Ours, max_connections=None, idle_timeout=None, limits=caps, allowed_hosts=["*"])
     # Authentication and the Host/Origin checks on, as a deployment has them (issue 28). Every client
     # comes from 127.0.0.1, so the per-address cap (256) is off, as the connection cap is.
     from agent.remote_limits import Limits
 
     tokens = agent.BearerTokens({TOKEN: "bench"})
-    limits = Limits(max_per_client=None)
+    # Every client comes from 127.0.0.1: the per-address limits (a cap, the rates of connections
+    # and sessions) would measure the pacing, not the server.
+    limits = Limits(max_per_client=None, connection_rate=None, client_session_rate=None)
     return agent.asgi_app(Ours, max_connections=None, idle_timeout=None, authenticate=tokens, limits=limits)
 
 
@@ -204,7 +232,14 @@ async def client(args: argparse.Namespace) -> None:
 
     go = asyncio.Event()
     tasks = [asyncio.ensure_future(one()) for _ in range(args.conns)]
-    await ready.wait()
+    # Bounded: no connection ends before "go", so one that ends first failed (a server gone).
+    waiting = asyncio.ensure_future(ready.wait())
+    done, _ = await asyncio.wait([waiting, *tasks], timeout=600, return_when=asyncio.FIRST_COMPLETED)
+    if not ready.is_set():
+        failed = next((t for t in done if t is not waiting and t.exception() is not None), None)
+        why = "timed out" if failed is None else repr(failed.exception())
+        print(json.dumps({"ready": False, "error": f"{established} of {args.conns} connected: {why}"}), flush=True)
+        os._exit(1)
     print(json.dumps({"ready": True}), flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # "go"
     started = time.perf_counter()
@@ -237,24 +272,46 @@ def rss_kib(pid: int) -> int:
     return total
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` and its children (uvicorn's workers), from /proc."""
+    total = 0.0
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for one in pids:
+        fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    return total
+
+
 class Server:
-    def __init__(self, stack: str, workers: int = 1, asgi: str = "uvicorn") -> None:
+    def __init__(
+        self, stack: str, workers: int = 1, asgi: str = "uvicorn", agent_root: Path | None = None, checks: bool = True
+    ) -> None:
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}/acp"
         cmd = [sys.executable, __file__, "--serve", stack, "--port", str(self.port), "--workers", str(workers)]
         cmd += ["--asgi", asgi]
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+        env = dict(os.environ, BENCH_AGENT_ROOT=str(agent_root or ROOT), BENCH_CHECKS="on" if checks else "off")
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while True:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 break
             except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.proc.kill()
+                    raise SystemExit(f"the {stack} server did not start (exit code {self.proc.poll()})") from None
                 time.sleep(0.1)
         time.sleep(0.5 * workers)  # every worker imported and serving
 
     def rss(self) -> int:
         return rss_kib(self.proc.pid)
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.proc.pid)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -262,7 +319,15 @@ class Server:
 
 
 def run_clients(
-    url: str, conns: int, procs: int, *, turns: int, updates: int, check: bool = False, on_ready: Any = None
+    url: str,
+    conns: int,
+    procs: int,
+    *,
+    turns: int,
+    updates: int,
+    check: bool = False,
+    on_ready: Any = None,
+    on_done: Any = None,
 ) -> list[dict[str, Any]]:
     shares = [conns // procs + (1 if i < conns % procs else 0) for i in range(procs)]
     clients = []
@@ -286,7 +351,10 @@ def run_clients(
     for proc in clients:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert json.loads(line)["ready"], line
+        if not line or not json.loads(line)["ready"]:
+            for other in clients:
+                other.kill()
+            raise SystemExit(f"the clients could not connect to {url}: {line.strip() or 'no answer'}")
     if on_ready is not None:
         on_ready()
     for proc in clients:
@@ -297,6 +365,9 @@ def run_clients(
     for proc in clients:
         assert proc.stdout is not None
         results.append(json.loads(proc.stdout.readline()))
+    if on_done is not None:  # every client has its answers (their sockets are being closed)
+        on_done()
+    for proc in clients:
         proc.wait(60)
     return results
 
@@ -306,17 +377,20 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def busy(stack: str, args: argparse.Namespace, asgi: str = "uvicorn") -> dict[str, float]:
-    server = Server(stack, asgi=asgi)
+def busy(
+    stack: str, args: argparse.Namespace, asgi: str = "uvicorn", agent_root: Path | None = None, checks: bool = True
+) -> dict[str, float]:
+    server = Server(stack, asgi=asgi, agent_root=agent_root, checks=checks)
     base = server.rss()
-    seen: dict[str, int] = {}
+    seen: dict[str, float] = {}
     results = run_clients(
         server.url,
         args.conns,
         args.client_procs,
         turns=args.turns,
         updates=args.updates,
-        on_ready=lambda: seen.update(rss=server.rss()),
+        on_ready=lambda: seen.update(rss=server.rss(), cpu=server.cpu()),
+        on_done=lambda: seen.update(cpu_end=server.cpu()),
     )
     server.stop()
     latencies = [x for r in results for x in r["latencies"]]
@@ -328,6 +402,7 @@ def busy(stack: str, args: argparse.Namespace, asgi: str = "uvicorn") -> dict[st
         "p50": pct(latencies, 0.5) * 1000,
         "p99": pct(latencies, 0.99) * 1000,
         "rss": (seen["rss"] - base) / args.conns,
+        "cpu_us": (seen["cpu_end"] - seen["cpu"]) / received * 1e6,  # the server's, per update sent
     }
 
 
@@ -361,6 +436,43 @@ def workers(args: argparse.Namespace) -> None:
     print("  ok: every update named its own session and came from the worker that made it")
 
 
+def ab(args: argparse.Namespace) -> None:
+    """The busy phase of the SDK, ours from `args.ab` ("before"), ours from here with the checks
+    off ("off": no hook, every cap and deadline off, any Host) and on ("after"), `args.rounds`
+    times, the order reversed every other round: ratios to the SDK of the same round."""
+    before = Path(args.ab).resolve()
+    names = ("sdk", "before", "off", "after")
+    print(f"busy: {args.conns} connections x {args.turns} turns x {args.updates} updates; before = {before}")
+    print(f"{'round':>5} {'load':>5} |{'msg/s:':>7}", "".join(f"{n:>8}" for n in names), end=" |")
+    print(" ratio:", "".join(f"{n:>7}" for n in names[1:]), end=" |")
+    print(" CPU us/msg:", "".join(f"{n:>7}" for n in names))
+    rows: list[dict[str, dict[str, float]]] = []
+    for n in range(args.rounds):
+        order = names if n % 2 == 0 else names[::-1]
+        load = os.getloadavg()[0]
+        got: dict[str, dict[str, float]] = {}
+        for name in order:
+            root = before if name == "before" else ROOT
+            got[name] = busy("sdk" if name == "sdk" else "ours", args, agent_root=root, checks=name != "off")
+        rows.append(got)
+        print(f"{n + 1:>5} {load:>5.2f} |{'':>7}", "".join(f"{got[k]['msgs']:>8,.0f}" for k in names), end=" |")
+        print(" " * 7, "".join(f"{got[k]['msgs'] / got['sdk']['msgs']:>7.2f}" for k in names[1:]), end=" |")
+        print(" " * 12, "".join(f"{got[k]['cpu_us']:>7.1f}" for k in names), flush=True)
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    ratio = {k: mean([r[k]["msgs"] / r["sdk"]["msgs"] for r in rows]) for k in names[1:]}
+    cpu = {k: mean([r[k]["cpu_us"] for r in rows]) for k in names}
+    print("mean ratio to the SDK:", ", ".join(f"{k} {ratio[k]:.2f}" for k in names[1:]), end="")
+    vs_before, vs_off = ratio["after"] / ratio["before"] - 1, ratio["after"] / ratio["off"] - 1
+    print(f" (after/before {vs_before:+.1%}, after/off {vs_off:+.1%})")
+    print("mean server CPU us/msg:", ", ".join(f"{k} {cpu[k]:.1f}" for k in names), end="")
+    print(f" (after/before {cpu['after'] / cpu['before']:.3f}, after/off {cpu['after'] / cpu['off']:.3f})")
+    print("SDK CPU / ours CPU:", ", ".join(f"{k} {cpu['sdk'] / cpu[k]:.2f}" for k in names[1:]))
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def raise_fd_limit() -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = hard if hard != resource.RLIM_INFINITY else 1 << 20
@@ -385,6 +497,8 @@ def main() -> None:
     parser.add_argument(
         "--compare-servers", action="store_true", help="only the busy phase of ours, on uvicorn and on hypercorn"
     )
+    parser.add_argument("--ab", metavar="DIR", help="A/B: ours from DIR/generated against ours from here")
+    parser.add_argument("--rounds", type=int, default=3, help="--ab rounds")
     args = parser.parse_args()
     limit = raise_fd_limit()
     if args.serve:
@@ -400,6 +514,10 @@ def main() -> None:
         return
     if args.client:
         asyncio.run(client(args))
+        return
+    if args.ab:
+        args.conns = min(args.conns, limit - 200)
+        ab(args)
         return
     # Each connection costs the server one descriptor and its client process one.
     fit = limit - 200

@@ -5,6 +5,9 @@ distinct text once, while the ruff process runs, before its output is used): a
 file that is not valid Python is bad input naming the custom templates that shaped it, or,
 from the bundled templates alone, a bug raised as `GeneratedCodeError` naming the file and
 line, which the CLI reports as an internal error (exit 3); nothing is written either way.
+A bundled runtime source behind a header of comment lines only is the one exception: its
+header is compiled, not the source again (runtime/ is our own Python, linted, type-checked
+and imported by the tests; about half of every package's text and of the check's time).
 Then all files of a run (every package of `acp-codegen generate`) are formatted together,
 each distinct text once: ruff in one process over a temporary tree, or black in-process. Both
 use line length 100 and Python 3.10 as the target, and give byte-identical output for
@@ -35,17 +38,47 @@ class GeneratedCodeError(Exception):
     """Generated code that is not Python or that a formatter rejects: a bug in acp-codegen, not bad input."""
 
 
-def check_syntax(files: dict[str, str], custom: Blame | None = None) -> None:
+def _only_comments(header: str) -> bool:
+    """`header` is whole lines that each start with `#`: put before valid Python, it leaves it valid
+    (a coding cookie is ignored in a `str`; `\\r` would end a line, so it is not allowed)."""
+    lines = header[:-1].split("\n")
+    return header.endswith("\n") and "\r" not in header and all(line.startswith("#") for line in lines)
+
+
+def _compile(path: str, text: str, runtime: tuple[str, str] | None) -> None:
+    """Compile `text`, or only its header when `text` is exactly `runtime`: (a header, the bundled
+    runtime source after it)."""
+    header, body = runtime or ("", "")
+    if (
+        runtime is not None
+        and len(text) == len(header) + len(body)
+        and text.startswith(header)
+        and text.endswith(body)
+        and _only_comments(header)
+    ):
+        try:
+            compile(header, path, "exec", dont_inherit=True)
+            return
+        except (SyntaxError, ValueError):
+            pass  # the whole file then fails as it would have on its own: its error is the one reported
+    compile(text, path, "exec", dont_inherit=True)
+
+
+def check_syntax(
+    files: dict[str, str], custom: Blame | None = None, runtime: Mapping[str, tuple[str, str]] | None = None
+) -> None:
     """Compile every generated Python file; the first one that fails is reported.
 
     `custom`: output file -> the custom templates that shaped it. Invalid Python from those is
     bad input (exit 2) naming them; from the bundled templates alone it is a `GeneratedCodeError`.
+    `runtime`: output file -> (header, the bundled runtime source after it), `Rendered.runtime`:
+    of a file that is exactly those two, only a header of comment lines is compiled.
     """
     for path, text in files.items():
         if not path.endswith(".py"):
             continue
         try:
-            compile(text, path, "exec", dont_inherit=True)
+            _compile(path, text, (runtime or {}).get(path))
         except SyntaxError as exc:
             line = (exc.text or "").strip()
             where = f"{exc.msg} at line {exc.lineno}" + (f": {line!r}" if line else "")
@@ -137,12 +170,16 @@ def _black(files: dict[str, str]) -> dict[str, str]:
     return {rel: black.format_str(text, mode=mode) for rel, text in files.items()}
 
 
-def format_packages(packages: Sequence[tuple[dict[str, str], Formatter, Blame | None]]) -> list[dict[str, str]]:
+def format_packages(
+    packages: Sequence[tuple[dict[str, str], Formatter, Blame | None]],
+    runtime: Sequence[Mapping[str, tuple[str, str]]] | None = None,
+) -> list[dict[str, str]]:
     """Several packages at once (`acp-codegen generate`): each (files, formatter, blame), formatted.
 
-    Every Python file is syntax-checked (see `check_syntax`; each distinct text once, while
-    ruff runs); each distinct text is formatted once (the agent and client packages of one
-    schema share most files), with one ruff process for everything ruff formats.
+    Every Python file is syntax-checked (see `check_syntax`, which `runtime`, one per package,
+    is for; each distinct text once, while ruff runs); each distinct text is formatted once
+    (the agent and client packages of one schema share most files), with one ruff process for
+    everything ruff formats.
     """
     unique: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: a file name for it}
     for i, (files, formatter, _) in enumerate(packages):
@@ -153,9 +190,9 @@ def format_packages(packages: Sequence[tuple[dict[str, str], Formatter, Blame | 
     checked: set[str] = set()
 
     def check_all() -> None:
-        for files, _, custom in packages:
+        for i, (files, _, custom) in enumerate(packages):
             python = {path: text for path, text in files.items() if path.endswith(".py") and text not in checked}
-            check_syntax(python, custom)
+            check_syntax(python, custom, runtime[i] if runtime is not None else None)
             checked.update(python.values())
 
     formatted: dict[Formatter, dict[str, str]] = {}  # formatter -> {text: formatted text}
@@ -173,7 +210,10 @@ def format_packages(packages: Sequence[tuple[dict[str, str], Formatter, Blame | 
 
 
 def format_files(
-    files: dict[str, str], formatter: Formatter = DEFAULT_FORMATTER, custom: Blame | None = None
+    files: dict[str, str],
+    formatter: Formatter = DEFAULT_FORMATTER,
+    custom: Blame | None = None,
+    runtime: Mapping[str, tuple[str, str]] | None = None,
 ) -> dict[str, str]:
     """Every file of a package, with the Python ones syntax-checked (see `check_syntax`) and formatted."""
-    return format_packages([(files, formatter, custom)])[0]
+    return format_packages([(files, formatter, custom)], None if runtime is None else [runtime])[0]

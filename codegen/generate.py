@@ -122,7 +122,7 @@ def render_files(target: Target, apis: ApiCache | None = None) -> Rendered:
 def generate_files(target: Target, apis: ApiCache | None = None) -> dict[str, str]:
     """Everything the target's package consists of, formatted, in memory (see `render_files`)."""
     rendered = render_files(target, apis)
-    return format_files(rendered.files, target.formatter, rendered.custom)
+    return format_files(rendered.files, target.formatter, rendered.custom, rendered.runtime)
 
 
 def generate_all(targets: list[Target], apis: ApiCache | None = None) -> list[dict[str, str]]:
@@ -144,7 +144,8 @@ def generate_all(targets: list[Target], apis: ApiCache | None = None) -> list[di
     if problems:
         raise CodegenError(list(dict.fromkeys(problems)))  # targets may share a templates directory
     return format_packages(
-        [(done.files, target.formatter, done.custom) for done, target in zip(rendered, targets, strict=True)]
+        [(done.files, target.formatter, done.custom) for done, target in zip(rendered, targets, strict=True)],
+        [done.runtime for done in rendered],
     )
 
 

@@ -7,7 +7,7 @@ spellings a template needs (a type hint, a decode expression, an encode expressi
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
@@ -42,6 +42,7 @@ from .pagers import find_pagers
 from .render_decode import DecodePlanner
 from .render_types import keyword_params, keyword_union
 from .sdk_builders import SDK_ORDER
+from .template_code import stored_code
 from .templates import CustomTemplates, blame, loader, render_error, runtime_source
 
 # output file -> template
@@ -65,6 +66,7 @@ RUNTIME_FILES = {
     "process.py": "process.py",
     "proctable.py": "proctable.py",
     "serde.py": "serde.py",
+    "slots.py": "slots.py",
     "streams.py": "streams.py",
     "wiretap.py": "wiretap.py",
     # Test tooling, in its own subpackage so that the top level shows what an agent or client
@@ -108,6 +110,7 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         "remote_auth.py": "remote_auth.py",
         "remote_limits.py": "remote_limits.py",
         "remote_link.py": "remote_link.py",
+        "remote_rate.py": "remote_rate.py",
         "remote_server_http.py": "remote_server_http.py",
         "remote_server_sse.py": "remote_server_sse.py",
         "remote_server_ws.py": "remote_server_ws.py",
@@ -237,10 +240,23 @@ def _mentions_any(t: TypeExpr) -> bool:
 class _MemoryBytecodeCache(jinja2.BytecodeCache):
     """Compiled templates kept for the process: `generate` renders several packages, and each
     render has its own environment (its filters close over that package). Jinja checks the
-    source checksum on load, so an edited or custom template is never served stale."""
+    source checksum on load, so an edited or custom template is never served stale. A template
+    not compiled yet in this process starts from its stored Jinja output when that was made
+    from the same text under the same settings (`codegen.template_code`)."""
 
     def __init__(self) -> None:
         self._store: dict[str, bytes] = {}
+
+    def get_bucket(
+        self, environment: jinja2.Environment, name: str, filename: str | None, source: str
+    ) -> jinja2.bccache.Bucket:
+        bucket = super().get_bucket(environment, name, filename, source)
+        if bucket.code is None:
+            python = stored_code(environment, name, bucket.checksum)
+            if python is not None:  # compiled as Jinja compiles its own output (Environment._compile)
+                bucket.code = compile(python, filename or "<template>", "exec")
+                self.set_bucket(bucket)
+        return bucket
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         data = self._store.get(bucket.key)
@@ -355,10 +371,15 @@ def runtime_files(role: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Rendered:
-    """The rendered files (relative path -> text) and, per file, the custom templates that shaped it."""
+    """The rendered files (relative path -> text) and, per file, the custom templates that shaped it.
+
+    `runtime`: output file -> (its rendered header, the bundled runtime source after it), for
+    the files made of a bundled runtime source (see `codegen.format.check_syntax`).
+    """
 
     files: dict[str, str]
     custom: dict[str, tuple[str, ...]]
+    runtime: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def render_package(package: Package, custom: CustomTemplates | None = None) -> Rendered:
@@ -367,6 +388,7 @@ def render_package(package: Package, custom: CustomTemplates | None = None) -> R
     env = environment(renderer, custom)
     ctx = template_context(package, renderer)
     out: dict[str, str] = {}
+    bundled: dict[str, tuple[str, str]] = {}
     header: str | None = None
     for path, source in sources(package.role).items():
         if path in MADE_WHEN and ctx[MADE_WHEN[path]] is None:
@@ -375,14 +397,17 @@ def render_package(package: Package, custom: CustomTemplates | None = None) -> R
             if source in runtime_sources():
                 if header is None:
                     header = env.get_template("_runtime_header.jinja").render(ctx)
-                out[path] = header + runtime_source(source, custom)
+                body = runtime_source(source, custom)
+                out[path] = header + body
+                if custom is None or not custom.has(source):
+                    bundled[path] = (header, body)
             else:
                 out[path] = env.get_template(source).render(ctx)
         except Exception as exc:  # a bundled template failing is a bug; a custom one, bad input
             if custom is None:
                 raise
             raise render_error(exc, custom, path) from None
-    return Rendered(out, blame(env, custom, sources(package.role)))
+    return Rendered(out, blame(env, custom, sources(package.role)), bundled)
 
 
 def render(package: Package, custom: CustomTemplates | None = None) -> dict[str, str]:

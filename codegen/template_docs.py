@@ -1,7 +1,7 @@
 """Write docs/templates.md, the template context reference, from the IR and the templates themselves.
 
-    python -m codegen.template_docs            # rewrite docs/templates.md
-    python -m codegen.template_docs --check    # exit 1 if it is stale
+    python -m codegen.template_docs            # rewrite docs/templates.md (and codegen/template_code.json)
+    python -m codegen.template_docs --check    # exit 1 if either is stale
 
 Everything that can drift is read from the source: the IR types, their fields and their
 meanings from `codegen/ir.py` (class docstrings; for a field, the docstring under it, else the
@@ -27,7 +27,7 @@ import jinja2.meta
 from jinja2.filters import FILTERS as JINJA_FILTERS
 from jinja2.tests import TESTS as JINJA_TESTS
 
-from . import exports, ir, ir_contrib, ir_sessions
+from . import exports, ir, ir_contrib, ir_sessions, template_code
 from .render import ROLE_RUNTIME_FILES, RUNTIME_FILES, Renderer, environment, sources, template_context
 from .template_vars import CONTEXT, FILTERS, TESTS
 from .templates import bundled_runtime, bundled_templates
@@ -341,16 +341,19 @@ def main(argv: list[str]) -> int:
     if found:
         return 2
     text = page()
+    # The templates' stored Jinja output is refreshed (or checked) with their documentation: one
+    # command after a template change.
+    code_status = template_code.refresh(_env(), check="--check" in argv)
     if "--check" in argv:
         current = DOC.read_text(encoding="utf-8") if DOC.is_file() else ""
         if current != text:
             print(f"{DOC} is stale: run python -m codegen.template_docs", file=sys.stderr)
             return 1
-        return 0
+        return code_status
     DOC.parent.mkdir(exist_ok=True)
     DOC.write_text(text, encoding="utf-8")
     print(f"wrote {DOC}")
-    return 0
+    return code_status
 
 
 if __name__ == "__main__":

@@ -14,9 +14,10 @@ switch to the `code` mode and a prompt in it, and session/load if the agent supp
 prints one line per step and a closing line `N passed, M failed`. Exits 0 when every step
 passed. `--reconnect` (remote only) adds a last step: drop the connection, open a new one,
 initialize again and session/load the session there (sessions outlive connections).
-`--token-file FILE` sends the file's first token (one a line; blank and `#` lines skipped) as
-`Authorization: Bearer`; `--verify` is the TLS trust for wss:// and https://: a CA file, or
-`no` to skip verification (default: the system's CAs, or SSL_CERT_FILE / SSL_CERT_DIR).
+`--token-file FILE` sends the file's first token (the agent's format: `TOKEN` or `NAME TOKEN` a
+line; blank and `#` lines skipped) as `Authorization: Bearer`; `--verify` is the TLS trust for
+wss:// and https://: a CA file, or `no` to skip verification (default: the system's CAs, or
+SSL_CERT_FILE / SSL_CERT_DIR).
 
 Calls use the proxies' keyword form: `agent.session_prompt(session_id=..., prompt=[...])`.
 The session's state is a `contrib.SessionAccumulator` (one per session): the steps read the
@@ -367,10 +368,16 @@ async def remote(
 
 
 def first_token(path: str) -> str:
-    """The first token of a token file (one a line; blank lines and `#` comments skipped)."""
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            return line.strip()
+    """The first token of a token file in the agent's format (`BearerTokens.from_file`: one a
+    line, `TOKEN` or `NAME TOKEN`; blank lines and `#` comments skipped), so that one file
+    serves both ends."""
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) > 2:
+            raise ValueError(f"{path}:{number}: expected `TOKEN` or `NAME TOKEN`, got {len(fields)} fields")
+        return fields[-1]
     raise ValueError(f"{path} holds no token (one a line; blank and # lines are skipped)")
 
 

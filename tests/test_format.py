@@ -318,6 +318,27 @@ def test_invalid_python_is_an_internal_error_naming_the_file() -> None:
         assert "at line 3" in str(info.value) and "def broken(:" in str(info.value)
 
 
+def test_a_bundled_runtime_source_is_compiled_only_through_its_header() -> None:
+    """`runtime` (Rendered.runtime) names files that are a header + a bundled runtime source:
+    only a header of comment lines is compiled then; anything else is compiled whole."""
+    header = "# generated\n# do not edit\n"
+    body = "def broken(:\n"  # stands in for a source the check would not compile again
+    runtime = {"a.py": (header, body)}
+    codegen.format.check_syntax({"a.py": header + body}, runtime=runtime)
+    for text, pair in (
+        (header + body + "x = 1\n", (header, body)),  # changed after rendering: not the pair
+        ("x = (\n" + body, ("x = (\n", body)),  # a header that is code
+        ("#\rx = (\n" + body, ("#\rx = (\n", body)),  # \r ends a comment line
+        ("# a\n" + body, ("# a", "\n" + body)),  # a header that does not end its line
+    ):
+        with pytest.raises(GeneratedCodeError) as info:
+            codegen.format.check_syntax({"a.py": text}, runtime={"a.py": pair})
+        assert "generated a.py is not valid Python" in str(info.value)
+    with pytest.raises(GeneratedCodeError) as info:
+        codegen.format.check_syntax({"a.py": header + body})  # no `runtime`: compiled whole
+    assert "at line 3" in str(info.value)
+
+
 def test_invalid_python_via_the_cli_is_one_line_exit_3_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

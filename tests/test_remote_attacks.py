@@ -11,9 +11,12 @@ requests, each bounded by TIMEOUT, on 127.0.0.1 only:
   connection; A's session is untouched and A still uses it.
 
 - slowloris: half-sent request heads, even trickled byte by byte, are closed within
-  `--head-timeout` on both servers;
+  `--head-timeout` on both servers; a POST body trickled byte by byte gets 408 at
+  `--body-timeout` on both, and the server goes on serving;
 - large deflated frames: permessage-deflate is not negotiated, a deflated frame (15 MiB that
   shrink to 15 KB) is refused, and so is a frame over the message limit; the server's RSS stays;
+- large messages from many WebSockets at once: the server's RSS stays under a bound computed from
+  its budgets (its own server, to measure), while a legitimate 7 MiB prompt goes through;
 - a connection flood of bare `initialize` POSTs (more than the per-client cap) locks nobody out;
 - an SSE stream flood (429 past the cap), a session flood and a pending-handler flood (-32000 past
   the cap, under each request's id): each connection goes on serving;
@@ -43,7 +46,7 @@ TIMEOUT = 10.0
 A, B = "token-of-alice-1", "token-of-bob-2"
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
 CID = "acp-connection-id"
-HEAD_TIMEOUT, PING, HTTP_IDLE = 1.0, 2.0, 3.0  # the server's, short so the attacks end soon
+HEAD_TIMEOUT, PING, HTTP_IDLE, BODY = 1.0, 2.0, 3.0, 1.0  # the server's, short so the attacks end soon
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +56,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     tokens = tmp_path_factory.mktemp("attacks") / "tokens"
     tokens.write_text(f"alice {A}\nbob {B}\n")
     timeouts = ("--head-timeout", str(HEAD_TIMEOUT), "--ping", str(PING), "--http-idle-timeout", str(HTTP_IDLE))
-    with listening_echo_agent("--token-file", str(tokens), *timeouts) as urls:
+    # The floods below are about the caps (a thousand sessions on one connection): the rates of
+    # sessions and connections, which would only slow them down, are test_remote_fairness.py's.
+    options = (*timeouts, "--body-timeout", str(BODY), "--rate-limits", "off")
+    with listening_echo_agent("--token-file", str(tokens), *options) as urls:
         yield urls
 
 
@@ -598,3 +604,111 @@ def test_every_accepted_socket_has_tcp_keepalive(server: dict[str, str]) -> None
                 writer.close()
 
     asyncio.run(main())
+
+
+def test_a_slow_post_body_gets_408_at_the_body_timeout_on_both_servers(server: dict[str, str]) -> None:
+    """A whole head, then a body promised 400 bytes long and trickled a byte every 0.1 s: 408
+    (with a JSON-RPC body) once `--body-timeout` has passed, on uvicorn and on hypercorn, the
+    socket is closed, and a good client is served after it."""
+    import httpx
+
+    async def slow_body(url: str) -> bytes:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port_of(url)), TIMEOUT)
+        head = (
+            f"POST /acp HTTP/1.1\r\nHost: {local_host(url)}\r\nAuthorization: Bearer {A}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n{"
+        )
+        writer.write(head.encode())
+        answer = b""
+        try:
+            for _ in range(int(TIMEOUT / 0.1)):  # bounded: 10 s at most, the deadline is 1 s
+                writer.write(b" ")
+                await writer.drain()
+                try:
+                    chunk = await asyncio.wait_for(reader.read(4096), 0.1)
+                except asyncio.TimeoutError:
+                    continue
+                if not chunk:
+                    break
+                answer += chunk
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+        return answer
+
+    async def main() -> None:
+        for url in (server["ws"].replace("ws://", "http://"), server["http"]):
+            answer = await slow_body(url)
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert b"did not arrive within 1 s" in answer, answer
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                assert (await client.post(url, json=INIT, headers=bearer(A))).status_code == 200
+
+    asyncio.run(main())
+
+
+SENDERS, BIG_EACH = 24, 2  # large-message senders at once, and the messages each sends
+BIG = 7 * 1024 * 1024  # just under the example's 8 MiB message limit
+# What bounds the server's memory whatever the senders do (examples/ws_budget.py): the WebSocket
+# bytes being received (WS_BUDGET) and the app's bytes in flight (Limits.max_inflight_bytes), each
+# held about once, plus the copies of the few messages being converted or echoed at a time.
+# Measured: 92-102 MiB; 561 MiB before the receive budget, 230 MiB with it while websockets' parser
+# still kept every connection's last frame.
+WS_BUDGET, INFLIGHT, MAX_MESSAGE = 32 * 1024 * 1024, 64 * 1024 * 1024, 8 * 1024 * 1024
+RSS_BOUND = WS_BUDGET + INFLIGHT + 8 * MAX_MESSAGE
+NEW = {"cwd": "/tmp", "mcpServers": []}
+
+
+def test_many_large_messages_at_once_stay_under_the_memory_bound(tmp_path: Path) -> None:
+    """24 WebSockets each send two 7 MiB messages at once (336 MiB in all, which the server once
+    held in two to four copies): the server grows by less than
+    RSS_BOUND, a legitimate 7 MiB prompt from another client is echoed back whole meanwhile, and
+    every sender's connection then answers a request. Its own server: the RSS is its alone."""
+    import websockets
+
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {A}\n")
+    pad = json.dumps({"jsonrpc": "2.0", "method": "x/big", "params": {"pad": "x" * BIG}})
+
+    async def sender(url: str) -> dict[str, Any]:
+        async with websockets.connect(url, additional_headers=bearer(A), max_size=None, compression=None) as ws:
+            await ws.send(json.dumps(INIT))
+            await ws.recv()
+            for _ in range(BIG_EACH):
+                await ws.send(pad)
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": NEW}))
+            return dict(json.loads(await ws.recv()))  # answered after the large ones were read
+
+    async def legitimate(url: str) -> str:
+        async with websockets.connect(url, additional_headers=bearer(A), max_size=None, compression=None) as ws:
+            peer = Ws(ws)
+            await peer.request("initialize", INIT["params"])
+            session = (await peer.request("session/new", NEW))["result"]["sessionId"]
+            prompt = {"sessionId": session, "prompt": [text("y" * BIG)]}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 99, "method": "session/prompt", "params": prompt}))
+            echoed = ""
+            while True:
+                message = json.loads(await ws.recv())
+                if message.get("method") == "session/update":
+                    echoed += message["params"]["update"]["content"]["text"]
+                elif message.get("id") == 99:
+                    assert echoed == "y" * BIG
+                    return str(message["result"]["stopReason"])
+
+    with listening_echo_agent("--token-file", str(tokens)) as urls:
+
+        async def main() -> None:
+            before = peak = rss_kib(urls["pid"])
+            work = asyncio.gather(legitimate(urls["ws"]), *(sender(urls["ws"]) for _ in range(SENDERS)))
+            done = asyncio.ensure_future(asyncio.wait_for(work, 12 * TIMEOUT))
+            while not done.done():
+                peak = max(peak, rss_kib(urls["pid"]))
+                await asyncio.sleep(0.02)
+            stop, *answers = await done
+            assert stop == "end_turn"
+            assert all("sessionId" in answer.get("result", {}) for answer in answers), answers
+            grown = (peak - before) * 1024
+            assert grown < RSS_BOUND, f"the server grew by {grown >> 20} MiB (bound {RSS_BOUND >> 20} MiB)"
+
+        asyncio.run(main())

@@ -211,7 +211,9 @@ def test_echo_client_sends_the_first_token_and_trusts_the_given_ca(
     pki: dict[str, Path], tmp_path: Path, server: str, scheme: str
 ) -> None:
     tokens = tmp_path / "tokens.txt"
-    tokens.write_text("# rotation: the first is sent\n\ns3cret-one\ns3cret-two\n")
+    tokens.write_text(
+        "# rotation: the first is sent (the agent's format: TOKEN or NAME TOKEN)\n\nalice s3cret-one\ns3cret-two\n"
+    )
 
     async def scenario() -> tuple[int, str, Any]:
         async with tls_server(server, pki) as (app, port):
@@ -242,3 +244,14 @@ def test_echo_client_without_a_token_in_the_file_says_so(tmp_path: Path) -> None
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "holds no token" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_echo_client_refuses_a_token_line_of_three_fields(tmp_path: Path) -> None:
+    bad = tmp_path / "tokens.txt"
+    bad.write_text("alice s3cret one\n")
+    done = subprocess.run(
+        [sys.executable, str(ECHO_CLIENT), "--url", "ws://127.0.0.1:9/acp", "--token-file", str(bad)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "tokens.txt:1: expected `TOKEN` or `NAME TOKEN`" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from codegen import template_docs
 from codegen.cli import app
 from codegen.errors import CodegenError
-from codegen.generate import ApiCache, Target, generate_files
+from codegen.generate import ApiCache, Target, generate_files, render_files
 from codegen.render import runtime_sources
 from codegen.resources import runtime_dir, templates_dir
 from codegen.templates import CustomTemplates, bundled_names, bundled_runtime
@@ -150,6 +150,28 @@ def test_invalid_python_from_a_custom_template_names_it_and_the_line(tmp_path: P
     assert err.startswith(f"error: {tpl}/_role.jinja: made agent.py with invalid Python: expected ':' at line ")
     assert "'def __repr__(self) -> str'" in err
     assert not out.exists()  # nothing written
+
+
+def test_invalid_python_in_a_custom_runtime_source_or_header_names_it(tmp_path: Path) -> None:
+    """Only a bundled runtime source behind a comment-only header skips the compile check
+    (codegen.format._compile): a custom source, or a header that is code, is compiled whole."""
+    dispatch = (runtime_dir() / "dispatch.py").read_text(encoding="utf-8")
+    header = (templates_dir() / "_runtime_header.jinja").read_text(encoding="utf-8")
+    for name, text, output, line in (
+        ("dispatch.py", dispatch + "\ndef broken(:\n    pass\n", "dispatch.py", "'def broken(:'"),
+        ("_runtime_header.jinja", header + "x = (\n", "connection.py", "at line 5: 'x = ('"),  # the first runtime file
+    ):
+        tpl = tmp_path / name.replace(".", "_")
+        tpl.mkdir()
+        (tpl / name).write_text(text, encoding="utf-8")
+        target = Target("agent", tmp_path / "out", templates=CustomTemplates(tpl, "t"))
+        rendered = render_files(target, apis=APIS)
+        assert ("dispatch.py" in rendered.runtime) == (name != "dispatch.py")
+        with pytest.raises(CodegenError) as info:
+            generate_files(target, apis=APIS)
+        (problem,) = info.value.problems
+        assert problem.file == f"t/{name}" and f"made {output} with invalid Python" in problem.what, problem
+        assert line in problem.what
 
 
 def test_a_template_error_names_the_template_line(tmp_path: Path) -> None:

@@ -29,6 +29,9 @@ from .types import DecodeContext
 _log = logging.getLogger(__name__)
 
 
+_LARGE = 64 * 1024  # a read this large lets the connection dispatch it before it counts as done
+
+
 def _wake(waiter: asyncio.Future[None] | None) -> None:
     if waiter is not None and not waiter.done():
         waiter.set_result(None)
@@ -39,9 +42,10 @@ def _wake(waiter: asyncio.Future[None] | None) -> None:
 class Inbox:
     """Client->agent messages (each ending in a newline), the connection's `Reader`: `read()`
     returns all that is queued. `put` waits while more than `limit` bytes are unread (but
-    always takes one message)."""
+    always takes one message). What a read returned stays taken from the app's budget until
+    the next read: the connection parses and dispatches it in between, in more copies."""
 
-    __slots__ = ("_items", "_size", "_limit", "_eof", "_reader", "_room", "_budget")
+    __slots__ = ("_items", "_size", "_limit", "_eof", "_reader", "_room", "_budget", "_lent")
 
     def __init__(self, limit: int, budget: Budget | None = None) -> None:
         self._budget = budget  # the app's: what is queued here was taken from it by the transport
@@ -51,6 +55,7 @@ class Inbox:
         self._eof = False
         self._reader: asyncio.Future[None] | None = None
         self._room: asyncio.Event | None = None  # made when a put first has to wait
+        self._lent = 0  # bytes the last read returned, given back at the next
 
     async def put(self, data: bytes) -> bool:
         """Queue one message (taken from the budget by the caller); False if the connection is
@@ -77,6 +82,12 @@ class Inbox:
             self._room.set()
 
     async def read(self, n: int = -1) -> bytes:
+        if self._lent:  # the connection is done with what the last read returned
+            if self._lent >= _LARGE:  # once its notification worker has run (it holds the parse)
+                await asyncio.sleep(0)
+            if self._budget is not None:
+                self._budget.give(self._lent)
+            self._lent = 0
         while not self._items:
             if self._eof:
                 return b""
@@ -85,9 +96,7 @@ class Inbox:
                 await self._reader
             finally:
                 self._reader = None
-        items, self._items, size, self._size = self._items, [], self._size, 0
-        if self._budget is not None:
-            self._budget.give(size)
+        items, self._items, self._lent, self._size = self._items, [], self._size, 0
         if self._room is not None:
             self._room.set()
         return items[0] if len(items) == 1 else b"".join(items)
@@ -95,8 +104,8 @@ class Inbox:
     def release(self) -> None:
         """Drop what the agent will never read (its connection ended), and give it back."""
         if self._budget is not None:
-            self._budget.give(self._size)
-        self._items, self._size = [], 0
+            self._budget.give(self._size + self._lent)
+        self._items, self._size, self._lent = [], 0, 0
 
 
 class Channel:
@@ -201,6 +210,7 @@ class Link:
         limits: Limits | None = None,
         client: str = "",
         budget: Budget | None = None,
+        client_pace: Callable[[], float] | None = None,
     ) -> None:
         self.id = os.urandom(16).hex()  # 128 random bits: not guessable
         self.client = client  # the client's address, for the per-client cap
@@ -214,8 +224,9 @@ class Link:
             self.outbox,
             max_message_size=max_message_size,
             shutdown_grace=shutdown_grace,
-            admit=None if limits is None else Admission(limits),
+            admit=None if limits is None else Admission(limits, client_pace),
             request_timeout=None if limits is None else limits.request_timeout,
+            max_running=None if limits is None else limits.max_running,
         )
         agent.on_connect(ClientProxy(self.connection, ctx))
         loop = asyncio.get_running_loop()
