@@ -103,7 +103,9 @@ def make_ours() -> Any:
     from agent.remote_limits import Limits
 
     tokens = agent.BearerTokens({TOKEN: "bench"})
-    limits = Limits(max_per_client=None)
+    # Every client comes from 127.0.0.1: the per-address limits (a cap, the rates of connections
+    # and sessions) would measure the pacing, not the server.
+    limits = Limits(max_per_client=None, connection_rate=None, client_session_rate=None)
     return agent.asgi_app(Ours, max_connections=None, idle_timeout=None, authenticate=tokens, limits=limits)
 
 

@@ -66,6 +66,7 @@ RUNTIME_FILES = {
     "process.py": "process.py",
     "proctable.py": "proctable.py",
     "serde.py": "serde.py",
+    "slots.py": "slots.py",
     "streams.py": "streams.py",
     "wiretap.py": "wiretap.py",
     # Test tooling, in its own subpackage so that the top level shows what an agent or client
@@ -109,6 +110,7 @@ ROLE_RUNTIME_FILES: dict[str, dict[str, str]] = {
         "remote_auth.py": "remote_auth.py",
         "remote_limits.py": "remote_limits.py",
         "remote_link.py": "remote_link.py",
+        "remote_rate.py": "remote_rate.py",
         "remote_server_http.py": "remote_server_http.py",
         "remote_server_sse.py": "remote_server_sse.py",
         "remote_server_ws.py": "remote_server_ws.py",

@@ -21,7 +21,10 @@ arrive within `--head-timeout` (10 s), WebSockets are pinged every `--ping` seco
 closed without a pong within as long, permessage-deflate is off, at most `--ws-budget` bytes
 (32 MiB) of WebSocket messages are being received at once over all connections (a sender over
 it waits: ws_budget.py), a Streamable HTTP connection with no stream and no request ends after
-`--http-idle-timeout` (30 s), and TCP keepalive finds peers that vanished without a FIN.
+`--http-idle-timeout` (30 s), and TCP keepalive finds peers that vanished without a FIN. A POST's
+body must arrive within `--body-timeout` (30 s, else 408); new connections and sessions are
+rate-limited per client address and per connection (`Limits`' defaults: `--rate-limits off` turns
+that off, e.g. for a load test from one address).
 
 Prompt commands (first text block of the prompt, trimmed):
   slow                   20 chunks "slow i/20\\n", 50 ms apart, cancellable with session/cancel
@@ -139,6 +142,8 @@ PING = 20.0  # WebSocket ping interval and pong deadline: a half-open socket is 
 MAX_HEAD = 16 * 1024  # bytes of an unfinished request head either server buffers
 KEEPALIVE = (30, 10, 3)  # TCP keepalive: idle seconds, probe interval, probes: a vanished peer found in 60 s
 WS_BUDGET = 32 * 1024 * 1024  # WebSocket bytes being received at once, every connection (ws_budget.py)
+# --rate-limits off: no rate of new connections or sessions (a load test from one address)
+NO_RATES: dict[str, Any] = {"connection_rate": None, "session_rate": None, "client_session_rate": None}
 
 
 def _uvicorn_config(app: AsgiApp, head_timeout: float, ping: float, ws_budget: int = WS_BUDGET) -> uvicorn.Config:
@@ -242,13 +247,17 @@ async def listen(
     ping: float = PING,
     http_idle_timeout: float = 30.0,
     ws_budget: int = WS_BUDGET,
+    body_timeout: float = 30.0,
+    rate_limits: bool = True,
 ) -> None:
     """Serve one `asgi_app` with uvicorn (WebSocket) and hypercorn (Streamable HTTP) until SIGTERM.
     `tokens`: authentication on (else loopback clients only); `hosts`: Host values allowed besides loopback;
     `store_url`: where sessions are kept (every connection's agent shares the store); `head_timeout`:
     seconds a request's head may take on either server; `ping`: WebSocket ping interval and pong
     deadline; `http_idle_timeout`: seconds a Streamable HTTP connection lives with no stream and no request;
-    `ws_budget`: WebSocket bytes being received at once over all connections (more waits: ws_budget.py)."""
+    `ws_budget`: WebSocket bytes being received at once over all connections (more waits: ws_budget.py);
+    `body_timeout`: seconds a POST's body may take; `rate_limits`: the per-address and per-connection rates
+    of new connections and sessions (`Limits`' defaults) on, or off."""
     import uvicorn
     from hypercorn.asyncio import serve
 
@@ -259,7 +268,9 @@ async def listen(
         authenticate=tokens,
         allowed_hosts=allowed,
         max_message_size=MAX_MESSAGE,
-        limits=Limits(http_idle_timeout=http_idle_timeout),
+        limits=Limits(
+            http_idle_timeout=http_idle_timeout, body_timeout=body_timeout, **({} if rate_limits else NO_RATES)
+        ),
     )
     ws_sock = _bind(host, port)
     http_sock = _bind(host, 0 if port == 0 else port + 1)
@@ -343,6 +354,19 @@ def main() -> None:
         default=WS_BUDGET,
         help=f"WebSocket bytes being received at once, all connections; more waits (default {WS_BUDGET})",
     )
+    parser.add_argument(
+        "--body-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=30.0,
+        help="seconds a POST's whole body may take to arrive, else 408 (default 30)",
+    )
+    parser.add_argument(
+        "--rate-limits",
+        choices=("on", "off"),
+        default="on",
+        help="the rates of new connections per address and of sessions per connection and address (default on)",
+    )
     args = parser.parse_args()
     logging.basicConfig(
         stream=sys.stderr,
@@ -369,6 +393,7 @@ def main() -> None:
             ("--head-timeout", args.head_timeout),
             ("--ping", args.ping),
             ("--http-idle-timeout", args.http_idle_timeout),
+            ("--body-timeout", args.body_timeout),
         ):
             if not seconds > 0:
                 parser.error(f"{flag} takes positive seconds, got {seconds!r}")
@@ -376,7 +401,17 @@ def main() -> None:
         timeouts = (args.head_timeout, args.ping, args.http_idle_timeout)
         if not args.ws_budget > 0:
             parser.error(f"--ws-budget takes positive bytes, got {args.ws_budget!r}")
-        serve = listen(address, int(port), tokens, args.allow_host, args.store, *timeouts, args.ws_budget)
+        serve = listen(
+            address,
+            int(port),
+            tokens,
+            args.allow_host,
+            args.store,
+            *timeouts,
+            args.ws_budget,
+            body_timeout=args.body_timeout,
+            rate_limits=args.rate_limits == "on",
+        )
         asyncio.run(serve)
     except StoreError as exc:
         sys.exit(f"echo_agent: {exc}")

@@ -207,6 +207,7 @@ class Link:
         limits: Limits | None = None,
         client: str = "",
         budget: Budget | None = None,
+        client_pace: Callable[[], float] | None = None,
     ) -> None:
         self.id = os.urandom(16).hex()  # 128 random bits: not guessable
         self.client = client  # the client's address, for the per-client cap
@@ -220,8 +221,9 @@ class Link:
             self.outbox,
             max_message_size=max_message_size,
             shutdown_grace=shutdown_grace,
-            admit=None if limits is None else Admission(limits),
+            admit=None if limits is None else Admission(limits, client_pace),
             request_timeout=None if limits is None else limits.request_timeout,
+            max_running=None if limits is None else limits.max_running,
         )
         agent.on_connect(ClientProxy(self.connection, ctx))
         loop = asyncio.get_running_loop()

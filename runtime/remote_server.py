@@ -41,6 +41,7 @@ from .remote_auth import Authenticate, AuthRequest, BearerTokens, Gate, Refusal,
 from .remote_limits import Budget
 from .remote_limits import Limits as Caps
 from .remote_link import Link
+from .remote_rate import Paces
 from .remote_server_http import HttpTransport
 from .remote_server_ws import WsTransport, refusal_code
 from .remote_wire import (
@@ -73,10 +74,22 @@ class AsgiApp:
         self.limits = limits
         self.gate = gate
         self.budget = Budget(limits.caps.max_inflight_bytes)  # bytes in flight, every connection
-        self.http = HttpTransport(make_agent, limits, self._room, self._gone, self.budget)
+        caps = limits.caps
+        self._connection_paces = (
+            None
+            if caps.connection_rate is None
+            else Paces(caps.connection_rate, caps.connection_burst, caps.rate_wait)
+        )
+        sessions = (  # per client address, shared by both profiles
+            None
+            if caps.client_session_rate is None
+            else Paces(caps.client_session_rate, caps.client_session_burst, caps.rate_wait)
+        )
+        self.http = HttpTransport(make_agent, limits, self._room, self._gone, self.budget, sessions)
         self.ws = WsTransport(
             make_agent, limits, self.budget, self._admit, self._room, self._close_soon, self._gone
         )
+        self.ws.sessions = sessions  # the same per-address buckets over both profiles
         self.websockets = self.ws.links  # the live WebSocket connections by id
         self._reaper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed
@@ -86,9 +99,28 @@ class AsgiApp:
     def connections(self) -> int:
         return len(self.websockets) + len(self.http.links)
 
-    def _room(self, client: str) -> bool:
-        """Whether one more connection from `client` may start: over a cap, the oldest fresh
-        connection (of that client, for its own cap) is evicted to make room."""
+    async def _room(self, client: str) -> Refusal | None:
+        """Whether one more connection from `client` may start (None) or why not. Over the
+        client's `connection_rate`, it waits its turn (up to `rate_wait`; 429 beyond)."""
+        paces = self._connection_paces
+        delay = 0.0 if paces is None else paces.admit(client)
+        if delay < 0:
+            caps = self.limits.caps
+            detail = (
+                f"too many new connections from this address (connection_rate "
+                f"{caps.connection_rate:g} a second): retry after {-delay:.1f} s"
+            )
+            retry = str(int(-delay) + 1).encode()  # whole seconds, rounded up
+            return Refusal(429, detail, ((b"retry-after", retry),))
+        if delay:
+            await asyncio.sleep(delay)
+        if self._has_room(client):
+            return None
+        return Refusal(503, "too many connections", ((b"retry-after", b"5"),))
+
+    def _has_room(self, client: str) -> bool:
+        """Over a cap, the oldest fresh connection (of that client, for its own cap) is evicted
+        to make room; False if none is."""
         self._start_reaper()
         cap, per_client = self.limits.max_connections, self.limits.caps.max_per_client
         # Under both caps even counting every link held (closed ones too), whoever's they are:

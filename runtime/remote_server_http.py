@@ -30,15 +30,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Final
 
 from .agent import Agent
 from .dispatch import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from .jsonline import Skim, loads
 from .principal import Principal
+from .remote_auth import Refusal
 from .remote_limits import LIMIT_EXCEEDED, Budget
 from .remote_link import Link
+from .remote_rate import Paces
 from .remote_server_sse import HttpConnection, serve_stream
 from .remote_wire import (
     CLOSE,
@@ -74,15 +77,17 @@ class HttpTransport:
         self,
         make_agent: Callable[[], Agent],
         limits: Limits,
-        room: Callable[[str], bool],
+        room: Callable[[str], Awaitable[Refusal | None]],
         gone: Callable[[], None],
         budget: Budget,
+        sessions: Paces | None = None,
     ) -> None:
         self.make_agent = make_agent
         self.limits = limits
         self.room = room  # whether one more connection from that client may start
         self.gone = gone  # a connection ended
         self.budget = budget  # the app's bytes in flight: bodies being read, messages queued
+        self.sessions = sessions  # sessions opened per client address
         self.links: dict[str, Link] = {}
         self.connections: dict[str, HttpConnection] = {}
 
@@ -261,10 +266,11 @@ class HttpTransport:
                 send, 400, None, INVALID_REQUEST, "id must be a string, an integer or null"
             )
             return
-        if not self.room(client):
-            retry = ((b"retry-after", b"5"),)
+        refusal = await self.room(client)
+        if refusal is not None:
+            code = INVALID_REQUEST if refusal.status == 503 else LIMIT_EXCEEDED
             await send_error(
-                send, 503, msg_id, INVALID_REQUEST, "too many connections", headers=retry
+                send, refusal.status, msg_id, code, refusal.detail, headers=refusal.headers
             )
             return
         data = frame(body)
@@ -279,7 +285,8 @@ class HttpTransport:
             _log.exception("the agent factory failed")
             await send_error(send, 500, msg_id, INTERNAL_ERROR, "cannot start an agent")
             return
-        state = HttpConnection(agent, self.limits, client, self.budget)
+        pace = None if self.sessions is None else partial(self.sessions.admit, client)
+        state = HttpConnection(agent, self.limits, client, self.budget, pace)
         link = state.link
         self.links[link.id] = link
         self.connections[link.id] = state

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from .agent import Agent
@@ -19,7 +20,14 @@ from .remote_wire import Limits, Receive, Send, id_key, named_session
 class HttpConnection:
     """One Streamable HTTP connection: its link, its streams and the routing state."""
 
-    def __init__(self, agent: Agent, limits: Limits, client: str, budget: Budget) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        limits: Limits,
+        client: str,
+        budget: Budget,
+        client_pace: Callable[[], float] | None = None,
+    ) -> None:
         self.principal = agent.principal  # every request of the connection must name it
         self.posting = 0  # POSTs being handled: the client is there
         self.max_streams = limits.caps.max_streams
@@ -37,6 +45,7 @@ class HttpConnection:
             limits=limits.caps,
             client=client,
             budget=budget,
+            client_pace=client_pace,
         )
 
     def watched(self) -> bool:

@@ -11,7 +11,8 @@ requests, each bounded by TIMEOUT, on 127.0.0.1 only:
   connection; A's session is untouched and A still uses it.
 
 - slowloris: half-sent request heads, even trickled byte by byte, are closed within
-  `--head-timeout` on both servers;
+  `--head-timeout` on both servers; a POST body trickled byte by byte gets 408 at
+  `--body-timeout` on both, and the server goes on serving;
 - large deflated frames: permessage-deflate is not negotiated, a deflated frame (15 MiB that
   shrink to 15 KB) is refused, and so is a frame over the message limit; the server's RSS stays;
 - large messages from many WebSockets at once: the server's RSS stays under a bound computed from
@@ -45,7 +46,7 @@ TIMEOUT = 10.0
 A, B = "token-of-alice-1", "token-of-bob-2"
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
 CID = "acp-connection-id"
-HEAD_TIMEOUT, PING, HTTP_IDLE = 1.0, 2.0, 3.0  # the server's, short so the attacks end soon
+HEAD_TIMEOUT, PING, HTTP_IDLE, BODY = 1.0, 2.0, 3.0, 1.0  # the server's, short so the attacks end soon
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     tokens = tmp_path_factory.mktemp("attacks") / "tokens"
     tokens.write_text(f"alice {A}\nbob {B}\n")
     timeouts = ("--head-timeout", str(HEAD_TIMEOUT), "--ping", str(PING), "--http-idle-timeout", str(HTTP_IDLE))
-    with listening_echo_agent("--token-file", str(tokens), *timeouts) as urls:
+    # The floods below are about the caps (a thousand sessions on one connection): the rates of
+    # sessions and connections, which would only slow them down, are test_remote_fairness.py's.
+    options = (*timeouts, "--body-timeout", str(BODY), "--rate-limits", "off")
+    with listening_echo_agent("--token-file", str(tokens), *options) as urls:
         yield urls
 
 
@@ -598,6 +602,48 @@ def test_every_accepted_socket_has_tcp_keepalive(server: dict[str, str]) -> None
         finally:
             for _, writer in held:
                 writer.close()
+
+    asyncio.run(main())
+
+
+def test_a_slow_post_body_gets_408_at_the_body_timeout_on_both_servers(server: dict[str, str]) -> None:
+    """A whole head, then a body promised 400 bytes long and trickled a byte every 0.1 s: 408
+    (with a JSON-RPC body) once `--body-timeout` has passed, on uvicorn and on hypercorn, the
+    socket is closed, and a good client is served after it."""
+    import httpx
+
+    async def slow_body(url: str) -> bytes:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port_of(url)), TIMEOUT)
+        head = (
+            f"POST /acp HTTP/1.1\r\nHost: {local_host(url)}\r\nAuthorization: Bearer {A}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 400\r\n\r\n{"
+        )
+        writer.write(head.encode())
+        answer = b""
+        try:
+            for _ in range(int(TIMEOUT / 0.1)):  # bounded: 10 s at most, the deadline is 1 s
+                writer.write(b" ")
+                await writer.drain()
+                try:
+                    chunk = await asyncio.wait_for(reader.read(4096), 0.1)
+                except asyncio.TimeoutError:
+                    continue
+                if not chunk:
+                    break
+                answer += chunk
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+        return answer
+
+    async def main() -> None:
+        for url in (server["ws"].replace("ws://", "http://"), server["http"]):
+            answer = await slow_body(url)
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert b"did not arrive within 1 s" in answer, answer
+            async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+                assert (await client.post(url, json=INIT, headers=bearer(A))).status_code == 200
 
     asyncio.run(main())
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Final
 
 from .agent import Agent
@@ -20,6 +21,7 @@ from .principal import Principal
 from .remote_auth import Refusal
 from .remote_limits import Budget
 from .remote_link import Channel, Link
+from .remote_rate import Paces
 from .remote_wire import (
     Limits,
     Receive,
@@ -56,7 +58,7 @@ class WsTransport:
         limits: Limits,
         budget: Budget,
         admit: Callable[[str, Scope], Awaitable[Principal | Refusal]],
-        room: Callable[[str], bool],
+        room: Callable[[str], Awaitable[Refusal | None]],
         close_soon: Callable[[Link], None],
         gone: Callable[[], None],
     ) -> None:
@@ -68,6 +70,7 @@ class WsTransport:
         self.close_soon = close_soon
         self.gone = gone
         self.links: dict[str, Link] = {}
+        self.sessions: Paces | None = None  # sessions opened per client address
 
     async def __call__(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -81,8 +84,9 @@ class WsTransport:
             await self._refuse(scope, send, who)
             return
         client = client_address(scope)
-        if not self.room(client):
-            await self._refuse(scope, send, Refusal(503, "too many connections"))
+        refusal = await self.room(client)
+        if refusal is not None:
+            await self._refuse(scope, send, refusal)
             return
         channel = Channel()
         try:
@@ -152,6 +156,7 @@ class WsTransport:
             limits=limits.caps,
             client=client,
             budget=self.budget,
+            client_pace=None if self.sessions is None else partial(self.sessions.admit, client),
         )
 
     @staticmethod
@@ -167,7 +172,7 @@ class WsTransport:
                 headers=refusal.headers,
                 websocket=True,
             )
-        elif refusal.status == 503:
+        elif refusal.status in (429, 503):
             await send({"type": "websocket.accept"})
             await send({"type": "websocket.close", "code": _WS_TRY_AGAIN, "reason": refusal.detail})
         else:  # closed before accept: the server answers 403, nothing was upgraded

@@ -18,6 +18,13 @@ an SSE stream over `max_streams` a 429 with a JSON-RPC body, a new connection ov
 (initialized but never used since: no second message, no stream), and only when none is,
 is refused with 503. So a flood of bare `initialize` requests evicts itself, not new clients.
 
+Fair turns and rates: at most `max_running` handlers of a connection run at once, the rest
+wait in arrival order (see `slots`); sessions opened (`session_rate` per connection,
+`client_session_rate` per client address) and new connections (`connection_rate` per client
+address) are paced by token buckets (`remote_rate`): over a rate, an admission waits its turn
+up to `rate_wait` seconds, and is refused beyond (-32000 with `data.retryAfter`; 429 with
+`Retry-After` for a new connection).
+
 Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
 Streamable HTTP connection with no open SSE stream and no POST in progress for
 `http_idle_timeout` is reaped (its turns cancelled, the agent's pending requests to that
@@ -29,10 +36,12 @@ given up after `request_timeout` unless the caller passed its own `timeout=`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from .dispatch import RequestError
+from .remote_rate import Pace
 
 __all__ = ["LIMIT_EXCEEDED", "Admission", "Budget", "Limits"]
 
@@ -54,6 +63,14 @@ class Limits:
     body_timeout: float | None = 30.0  # a POST's whole body (a slow body is a slowloris)
     request_timeout: float | None = None  # the agent's requests to the client
     max_inflight_bytes: int | None = 64 * 1024 * 1024  # received, not yet read by an agent: the app
+    max_running: int | None = 8  # handlers running at once, per connection; the rest wait (FIFO)
+    connection_rate: float | None = 50.0  # new connections a second, per client address
+    connection_burst: int = 100  # ... of which at once
+    session_rate: float | None = 20.0  # sessions opened a second, per connection
+    session_burst: int = 50  # ... of which at once
+    client_session_rate: float | None = 200.0  # sessions opened a second, per client address
+    client_session_burst: int = 400  # ... of which at once
+    rate_wait: float = 5.0  # over a rate: waited for up to this long, refused beyond
 
     def __post_init__(self) -> None:
         caps = (
@@ -62,6 +79,10 @@ class Limits:
             ("max_streams", self.max_streams),
             ("max_per_client", self.max_per_client),
             ("max_inflight_bytes", self.max_inflight_bytes),
+            ("max_running", self.max_running),
+            ("connection_burst", self.connection_burst),
+            ("session_burst", self.session_burst),
+            ("client_session_burst", self.client_session_burst),
         )
         for name, value in caps:
             if value is not None and value < 1:
@@ -75,10 +96,18 @@ class Limits:
             ("http_idle_timeout", self.http_idle_timeout),
             ("body_timeout", self.body_timeout),
             ("request_timeout", self.request_timeout),
+            ("connection_rate", self.connection_rate),
+            ("session_rate", self.session_rate),
+            ("client_session_rate", self.client_session_rate),
         )
         for name, seconds in deadlines:
             if seconds is not None and not seconds > 0:
-                raise ValueError(f"Limits.{name} must be positive seconds or None, got {seconds!r}")
+                raise ValueError(
+                    f"Limits.{name} must be positive (seconds, or a rate a second) or None, "
+                    f"got {seconds!r}"
+                )
+        if not self.rate_wait >= 0:
+            raise ValueError(f"Limits.rate_wait must be seconds >= 0, got {self.rate_wait!r}")
 
 
 def over(limit: str, value: int) -> RequestError:
@@ -89,18 +118,31 @@ def over(limit: str, value: int) -> RequestError:
     )
 
 
+def too_fast(limit: str, rate: float, retry: float, whose: str) -> RequestError:
+    """Over a rate: the seconds to retry after in the data's `retryAfter`."""
+    details = f"over {whose} {limit} of {rate:g} a second: retry after {retry:.1f} s"
+    data = {"details": details, "limit": limit, "retryAfter": round(retry, 3)}
+    return RequestError(LIMIT_EXCEEDED, "Limit exceeded", data)
+
+
 class Admission:
-    """The caps a connection's runtime checks before it starts a request's handler."""
+    """The caps a connection's runtime checks before it starts a request's handler, and the
+    rates of opening sessions (this connection's, and its client address's `client_pace`):
+    over a rate, the handler waits its turn (the seconds returned) or is refused."""
 
-    __slots__ = ("_pending", "_sessions", "_opened", "_loaded")
+    __slots__ = ("_pending", "_sessions", "_opened", "_loaded", "_limits", "_pace", "_client")
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, client_pace: Callable[[], float] | None = None) -> None:
+        self._limits = limits
         self._pending = limits.max_pending
         self._sessions = limits.max_sessions
         self._opened = 0  # session/new requests admitted
         self._loaded: set[str] = set()  # session ids loaded, resumed or forked (each counts once)
+        rate, burst, wait = limits.session_rate, limits.session_burst, limits.rate_wait
+        self._pace = None if rate is None else Pace(rate, burst, wait)
+        self._client = client_pace
 
-    def __call__(self, method: str, params: Any, inflight: int) -> RequestError | None:
+    def __call__(self, method: str, params: Any, inflight: int) -> RequestError | float | None:
         if self._pending is not None and inflight >= self._pending:
             return over("max_pending", self._pending)
         cap = self._sessions
@@ -111,11 +153,33 @@ class Admission:
                 return None
             if self._opened + len(self._loaded) >= cap:
                 return over("max_sessions", cap)
+            paced = self._paced()
+            if isinstance(paced, RequestError):
+                return paced
             if method == "session/new" or not isinstance(session, str):
                 self._opened += 1
             else:
                 self._loaded.add(session)
+            return paced or None
+        if cap is None and (method == "session/new" or method in _OPENING):
+            return self._paced() or None
         return None
+
+    def _paced(self) -> RequestError | float:
+        """The wait before a session opens, or the refusal (over a rate by more than
+        `rate_wait`)."""
+        delay = 0.0 if self._pace is None else self._pace.admit()
+        if delay < 0:
+            retry = -delay
+            rate = self._limits.session_rate or 0.0
+            return too_fast("session_rate", rate, retry, "this connection's")
+        if self._client is not None:
+            more = self._client()
+            if more < 0:
+                rate = self._limits.client_session_rate or 0.0
+                return too_fast("client_session_rate", rate, -more, "this client address's")
+            delay = max(delay, more)
+        return delay
 
 
 class Budget:

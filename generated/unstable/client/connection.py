@@ -43,6 +43,7 @@ from typing import Any, Final
 
 from .dispatch import INTERNAL_ERROR, Dispatcher, RequestError, brief
 from .jsonline import HELD_FROM, Skim, dumps, loads, loads_held
+from .slots import Slots, owner
 from .streams import CHUNK, Reader, Writer, stdio_streams
 from .wiretap import WIRE_LOG_ENV, Direction, Tap, WireLog
 
@@ -145,14 +146,16 @@ class Connection:
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
         tap: Tap | None = None,
-        admit: Callable[[str, Any, int], RequestError | None] | None = None,
+        admit: Callable[[str, Any, int], RequestError | float | None] | None = None,
         request_timeout: float | None = None,
+        max_running: int | None = None,
     ) -> None:
         """`tap` sees every raw line (see `Tap`); with `ACP_WIRE_LOG=<path>` in the
         environment, a `WireLog` on that path is added as a second tap. `admit(method,
         params, handlers_running)` may refuse a request before its handler starts (its error
-        is the answer: the remote transport's caps); `request_timeout` is the `timeout` of
-        every `request` that names none."""
+        is the answer: the remote transport's caps) or return the seconds its handler waits
+        first (a rate limit); `request_timeout` is the `timeout` of every `request` that names
+        none; `max_running` bounds the handlers running at once (see `Slots`)."""
         self.dispatcher = dispatcher
         self._reader = reader
         self._writer = writer
@@ -160,6 +163,7 @@ class Connection:
         self.shutdown_grace = shutdown_grace
         self._admit = admit
         self.request_timeout = request_timeout
+        self._slots = None if max_running is None else Slots(max_running)
         self._next_id = 0
         self._pending: dict[tuple[bool, Any], tuple[asyncio.Future[Any], list[int]]] = {}
         self._inflight: dict[tuple[bool, Any], asyncio.Task[None]] = {}
@@ -256,6 +260,12 @@ class Connection:
         if params is not None:
             message["params"] = params
         timer = None if timeout is None else loop.call_later(timeout, _expire, future, method)
+        # The handler whose work this is gives its slot up while the peer answers (`Slots`).
+        holder = None if self._slots is None else owner.get()
+        if holder is not None and holder[0] is self._slots:
+            holder[0].away(holder[1])
+        else:
+            holder = None
         try:
             await self._send(message)
             result = await future
@@ -270,6 +280,8 @@ class Connection:
                     self._spawn(self._cancel_quietly(request_id))
             raise
         finally:
+            if holder is not None:
+                holder[0].back(holder[1])
             self._pending.pop(key, None)
             if timer is not None:
                 timer.cancel()
@@ -496,11 +508,14 @@ class Connection:
             return self._reply_error(
                 msg_id, RequestError.invalid_request("a request with this id is in flight")
             )
+        delay = 0.0
         if self._admit is not None:
             refusal = self._admit(method, params, len(self._inflight))
-            if refusal is not None:
+            if isinstance(refusal, RequestError):
                 return self._reply_error(msg_id, refusal)
-        task = asyncio.ensure_future(self._serve_request(msg_id, method, params))
+            if refusal is not None:
+                delay = refusal
+        task = asyncio.ensure_future(self._serve_request(msg_id, method, params, delay))
         self._inflight[key] = task
         task.add_done_callback(self._forget(key, msg_id))
         return None
@@ -523,6 +538,8 @@ class Connection:
     def _forget(self, key: tuple[bool, Any], msg_id: Any) -> Callable[[asyncio.Task[None]], None]:
         def forget(task: asyncio.Task[None]) -> None:
             self._inflight.pop(key, None)
+            if self._slots is not None:
+                self._slots.give(task)
             started = task in self._started
             self._started.discard(task)
             if task in self._cancelled_by_peer:
@@ -587,11 +604,18 @@ class Connection:
             self._cancelled_by_peer.add(task)
             task.cancel()
 
-    async def _serve_request(self, msg_id: Any, method: str, params: Any) -> None:
+    async def _serve_request(
+        self, msg_id: Any, method: str, params: Any, delay: float = 0.0
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._started.add(task)
         try:
+            if delay:
+                await asyncio.sleep(delay)
+            if self._slots is not None and task is not None:
+                await self._slots.take(task)
+                owner.set((self._slots, task))  # this task's context, and its children's
             result = await self.dispatcher.request(method, params)
         except asyncio.CancelledError:
             if task in self._cancelled_by_peer:

@@ -1,0 +1,97 @@
+"""Turns for a connection's request handlers: at most `limit` hold a slot (run) at once, the
+others wait for one in arrival order. A flood of requests on one connection then takes the
+event loop a few handlers at a time, and the loop's other connections get their turns in
+between; the requests are still read, admitted and answered, only started later.
+
+A handler waiting on the peer (a request to the other side, e.g. a permission prompt, from the
+handler or from a task it started, which shares its context: `owner`) gives its slot up for
+the wait: only the peer can end that wait, and the peer may be waiting for one of its queued
+requests first. Back from the wait, it runs without queueing again."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections import deque
+from typing import Any
+
+__all__ = ["Slots", "owner"]
+
+# The slot-holding handler whose work the current task does (tasks it starts inherit it).
+owner: contextvars.ContextVar[tuple[Slots, asyncio.Task[Any]] | None] = contextvars.ContextVar(
+    "acp_slot_owner", default=None
+)
+
+
+class Slots:
+    """Slots for tasks; `take` waits for one (first come, first served), `give` frees it."""
+
+    __slots__ = ("_limit", "_running", "_holders", "_waiting", "_away")
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"a slot limit must be positive, got {limit!r}")
+        self._limit = limit
+        self._running = 0  # slots held, each by one task in _holders
+        self._holders: set[asyncio.Task[Any]] = set()
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._away: dict[asyncio.Task[Any], int] = {}  # holders waiting on the peer: how many waits
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    async def take(self, task: asyncio.Task[Any]) -> None:
+        """Until `task` holds a slot. Cancelled while waiting, it holds none (or holds the one
+        just handed over, which `give` frees: the caller calls it in any case)."""
+        if self._running < self._limit and not self._waiting:
+            self._running += 1
+            self._holders.add(task)
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter  # `give` handed its slot over: already counted
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._holders.add(task)
+            else:
+                self._waiting.remove(waiter)
+            raise
+        self._holders.add(task)
+
+    def give(self, task: asyncio.Task[Any]) -> None:
+        """`task` is done: its slot (if it holds one) goes to the first waiter."""
+        self._away.pop(task, None)
+        if task in self._holders:
+            self._hand_over(task)
+
+    def _hand_over(self, task: asyncio.Task[Any]) -> None:
+        self._holders.discard(task)
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._running -= 1
+
+    def away(self, task: asyncio.Task[Any]) -> None:
+        """`task`'s work waits on the peer: its slot is free meanwhile (counted per wait)."""
+        if task in self._away:
+            self._away[task] += 1
+        elif task in self._holders:
+            self._away[task] = 1
+            self._hand_over(task)
+
+    def back(self, task: asyncio.Task[Any]) -> None:
+        """A wait on the peer ended: with none left, `task` runs at once, even over the limit
+        (queueing again could deadlock with the peer); its `give` brings the count back down."""
+        waits = self._away.get(task)
+        if waits is None:
+            return
+        if waits > 1:
+            self._away[task] = waits - 1
+            return
+        del self._away[task]
+        self._running += 1
+        self._holders.add(task)
