@@ -686,6 +686,21 @@ def test_fragmented_messages_and_pings_between_frames_keep_the_receive_budget_in
     asyncio.run(main())
 
 
+def test_websockets_are_refused_on_the_streamable_http_port(server: dict[str, str]) -> None:
+    """hypercorn's port serves Streamable HTTP only: an upgrade there (with a valid token) gets
+    403, not 101, so no WebSocket escapes uvicorn's receive budget."""
+    import websockets
+
+    async def main() -> None:
+        url = server["http"].replace("http://", "ws://", 1)
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(url, additional_headers=bearer(A), open_timeout=TIMEOUT):
+                pass
+        assert refused.value.response.status_code == 403
+
+    asyncio.run(main())
+
+
 SENDERS, BIG_EACH = 24, 2  # large-message senders at once, and the messages each sends
 BIG = 7 * 1024 * 1024  # just under the example's 8 MiB message limit
 # What bounds the server's memory whatever the senders do (examples/ws_budget.py): the WebSocket
