@@ -143,7 +143,7 @@ MAX_HEAD = 16 * 1024  # bytes of an unfinished request head either server buffer
 KEEPALIVE = (30, 10, 3)  # TCP keepalive: idle seconds, probe interval, probes: a vanished peer found in 60 s
 WS_BUDGET = 32 * 1024 * 1024  # WebSocket bytes being received at once, every connection (ws_budget.py)
 # --rate-limits off: no rate of new connections or sessions (a load test from one address)
-NO_RATES: dict[str, Any] = {"connection_rate": None, "session_rate": None, "client_session_rate": None}
+NO_RATES: dict[str, Any] = dict.fromkeys(("connection_rate", "session_rate", "client_session_rate", "stream_rate"))
 
 
 def _uvicorn_config(app: AsgiApp, head_timeout: float, ping: float, ws_budget: int = WS_BUDGET) -> uvicorn.Config:
