@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_gc.py                      # this checkout's generated/
     .venv/bin/python benchmarks/bench_gc.py --generated OTHER    # another copy, for before/after
+    .venv/bin/python benchmarks/bench_gc.py --stdlib             # orjson blocked
 
 Times, in CPU time of this thread (best of 7, rows interleaved), the connection's parse of the
 line (`jsonline.loads`, or `loads_held` where the checkout has it, as `Connection` calls it) and
@@ -51,7 +52,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--generated", default=str(ROOT / "generated"))
     parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--stdlib", action="store_true", help="block orjson: the standard library's parser")
     args = parser.parse_args()
+    if args.stdlib:
+        sys.modules["orjson"] = None  # type: ignore[assignment]  # importing orjson now fails
     sys.path.insert(0, args.generated)
     import agent.jsonline as jl
     import agent.types as gt

@@ -96,6 +96,10 @@ def make_ours() -> Any:
             http_idle_timeout=None,
             body_timeout=None,
             max_inflight_bytes=None,
+            max_running=None,
+            connection_rate=None,
+            session_rate=None,
+            client_session_rate=None,
         )
         return agent.asgi_app(Ours, max_connections=None, idle_timeout=None, limits=caps, allowed_hosts=["*"])
     # Authentication and the Host/Origin checks on, as a deployment has them (issue 28). Every client

@@ -46,6 +46,7 @@ TIMEOUT = 10.0
 A, B = "token-of-alice-1", "token-of-bob-2"
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
 CID = "acp-connection-id"
+NEW = {"cwd": "/tmp", "mcpServers": []}
 HEAD_TIMEOUT, PING, HTTP_IDLE, BODY = 1.0, 2.0, 3.0, 1.0  # the server's, short so the attacks end soon
 
 pytestmark = pytest.mark.slow
@@ -648,16 +649,67 @@ def test_a_slow_post_body_gets_408_at_the_body_timeout_on_both_servers(server: d
     asyncio.run(main())
 
 
+def test_fragmented_messages_and_pings_between_frames_keep_the_receive_budget_in_step(server: dict[str, str]) -> None:
+    """The receive budget (examples/ws_budget.py) finds each frame's header in the byte stream
+    itself: a fragmented `initialize` with a ping between its fragments, trickled 7 bytes at a
+    time (headers split across reads), then a request, a 100 KiB notification (over the budget's
+    small-frame pass) and another request in one write: every request is answered, in order."""
+
+    def part(opcode: int, payload: bytes, fin: bool) -> bytes:
+        whole = ws_frame(opcode, payload)
+        return bytes([whole[0] & 0x7F | (0x80 if fin else 0)]) + whole[1:]
+
+    async def main() -> None:
+        reader, writer, _ = await raw_websocket(server["ws"])
+        init = json.dumps(INIT).encode()
+        first = part(0x1, init[:10], False) + part(0x9, b"ping", True) + part(0x0, init[10:], True)
+        for i in range(0, len(first), 7):
+            writer.write(first[i : i + 7])
+            await writer.drain()
+            await asyncio.sleep(0.001)
+        new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": NEW}
+        pad = {"jsonrpc": "2.0", "method": "x/pad", "params": {"pad": "x" * 100_000}}
+        writer.write(b"".join(ws_frame(0x1, json.dumps(m).encode()) for m in (new, pad, {**new, "id": 2})))
+        ids, opcodes = [], []
+        while len(ids) < 3:
+            head = await asyncio.wait_for(reader.readexactly(2), TIMEOUT)
+            n = head[1] & 0x7F
+            if n >= 126:
+                n = int.from_bytes(await reader.readexactly(2 if n == 126 else 8), "big")
+            payload = await reader.readexactly(n)
+            opcodes.append(head[0] & 0x0F)
+            if head[0] & 0x0F == 0x1:
+                ids.append(json.loads(payload).get("id"))
+        assert ids == [0, 1, 2] and 0xA in opcodes, (ids, opcodes)  # the answers, and the pong
+        writer.close()
+
+    asyncio.run(main())
+
+
+def test_websockets_are_refused_on_the_streamable_http_port(server: dict[str, str]) -> None:
+    """hypercorn's port serves Streamable HTTP only: an upgrade there (with a valid token) gets
+    403, not 101, so no WebSocket escapes uvicorn's receive budget."""
+    import websockets
+
+    async def main() -> None:
+        url = server["http"].replace("http://", "ws://", 1)
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(url, additional_headers=bearer(A), open_timeout=TIMEOUT):
+                pass
+        assert refused.value.response.status_code == 403
+
+    asyncio.run(main())
+
+
 SENDERS, BIG_EACH = 24, 2  # large-message senders at once, and the messages each sends
 BIG = 7 * 1024 * 1024  # just under the example's 8 MiB message limit
 # What bounds the server's memory whatever the senders do (examples/ws_budget.py): the WebSocket
 # bytes being received (WS_BUDGET) and the app's bytes in flight (Limits.max_inflight_bytes), each
 # held about once, plus the copies of the few messages being converted or echoed at a time.
-# Measured: 92-102 MiB; 561 MiB before the receive budget, 230 MiB with it while websockets' parser
-# still kept every connection's last frame.
-WS_BUDGET, INFLIGHT, MAX_MESSAGE = 32 * 1024 * 1024, 64 * 1024 * 1024, 8 * 1024 * 1024
+# Measured: 67-81 MiB (92-102 with a 32 MiB receive budget); 561 MiB before the receive budget,
+# 230 MiB with it while websockets' parser still kept every connection's last frame.
+WS_BUDGET, INFLIGHT, MAX_MESSAGE = 8 * 1024 * 1024, 64 * 1024 * 1024, 8 * 1024 * 1024
 RSS_BOUND = WS_BUDGET + INFLIGHT + 8 * MAX_MESSAGE
-NEW = {"cwd": "/tmp", "mcpServers": []}
 
 
 def test_many_large_messages_at_once_stay_under_the_memory_bound(tmp_path: Path) -> None:

@@ -152,8 +152,9 @@ def dumps(message: dict[str, Any]) -> bytes:
             pass  # a big integer, a lone surrogate, deep nesting: the standard library decides
         else:
             # orjson writes NaN/infinity as null and UNSET as a string: such a line is
-            # rechecked by the standard library (which refuses both).
-            if b"null" not in data and b'"UNSET"' not in data:
+            # rechecked by the standard library (which refuses both). find, not `in`: bytes'
+            # `in` first tries its operand as an int (a TypeError raised and cleared per test).
+            if data.find(b"null") < 0 and data.find(b'"UNSET"') < 0:
                 return data + b"\n"
     try:
         try:
