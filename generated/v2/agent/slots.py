@@ -54,16 +54,17 @@ class Slots:
             self._holders.add(task)
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self._waiting is None:
-            self._waiting = deque()
-        self._waiting.append(waiter)
+        waiting = self._waiting
+        if waiting is None:
+            waiting = self._waiting = deque()
+        waiting.append(waiter)
         try:
             await waiter  # `give` handed its slot over: already counted
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self._holders.add(task)
-            elif self._waiting is not None:
-                self._waiting.remove(waiter)
+            else:
+                waiting.remove(waiter)
             raise
         self._holders.add(task)
 
