@@ -145,7 +145,7 @@ KEEPALIVE = (30, 10, 3)  # TCP keepalive: idle seconds, probe interval, probes: 
 # 40 senders of 7 MiB messages a good client's p99 was 70-121 ms with it, 117-327 ms with 32 MiB.
 WS_BUDGET = 8 * 1024 * 1024
 # --rate-limits off: no rate of new connections or sessions (a load test from one address)
-NO_RATES: dict[str, Any] = {"connection_rate": None, "session_rate": None, "client_session_rate": None}
+NO_RATES: dict[str, Any] = dict.fromkeys(("connection_rate", "session_rate", "client_session_rate", "stream_rate"))
 
 
 def _uvicorn_config(app: AsgiApp, head_timeout: float, ping: float, ws_budget: int = WS_BUDGET) -> uvicorn.Config:

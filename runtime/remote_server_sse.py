@@ -14,6 +14,7 @@ from .agent import Agent
 from .jsonline import loads
 from .remote_limits import Budget
 from .remote_link import Channel, Link
+from .remote_rate import Pace
 from .remote_wire import Limits, Receive, Send, id_key, named_session
 
 
@@ -30,7 +31,10 @@ class HttpConnection:
     ) -> None:
         self.principal = agent.principal  # every request of the connection must name it
         self.posting = 0  # POSTs being handled: the client is there
-        self.max_streams = limits.caps.max_streams
+        caps = limits.caps
+        self.max_streams = caps.max_streams
+        rate, burst = caps.stream_rate, caps.stream_burst
+        self.stream_pace = None if rate is None else Pace(rate, burst, caps.rate_wait)  # GETs
         self.main = Channel()
         self.sessions: dict[str, Channel] = {}  # session streams the client has opened
         self.session_of: dict[tuple[bool, Any], str] = {}  # request id -> Acp-Session-Id

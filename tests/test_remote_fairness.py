@@ -20,12 +20,26 @@ from agent import types as at
 from agent.remote_limits import Limits
 from agent.remote_rate import Pace, Paces
 from agent.slots import Slots
-from test_remote_server import CID, JSON, TIMEOUT, Call, Chatty, error_of, frame, opened, request, rpc, run, ws_answer
+from test_remote_server import (
+    CID,
+    JSON,
+    TIMEOUT,
+    Call,
+    Chatty,
+    error_of,
+    frame,
+    opened,
+    request,
+    rpc,
+    run,
+    stream,
+    ws_answer,
+)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NEW = {"cwd": "/", "mcpServers": []}
 INIT = rpc(0, "initialize", {"protocolVersion": 1})
-NO_RATES = {"connection_rate": None, "session_rate": None, "client_session_rate": None}
+NO_RATES: dict[str, Any] = dict.fromkeys(("connection_rate", "session_rate", "client_session_rate", "stream_rate"))
 
 
 def prompt(msg_id: int, text: str) -> dict[str, Any]:
@@ -277,5 +291,29 @@ def test_a_session_layer_turn_waiting_on_the_client_gives_its_handlers_slot_up()
         assert slots_of(app).waiting == 0
         call.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
         await asyncio.wait_for(call.task, TIMEOUT)
+
+    run(main)
+
+
+def test_sse_stream_opens_over_the_rate_get_429_and_the_connection_goes_on() -> None:
+    async def main() -> None:
+        limits = Limits(**{**NO_RATES, "stream_rate": 5.0, "stream_burst": 1, "rate_wait": 0.0})
+        app = agent.asgi_app(Chatty, limits=limits)
+        status, headers, _ = await request(app, "POST", INIT, JSON)
+        cid = headers[CID]
+        main_stream = stream(app, cid)
+        assert (await main_stream.next())["status"] == 200
+        refused = stream(app, cid, "s1")
+        start = await refused.next()
+        assert start["status"] == 429 and int(dict(start["headers"])[b"retry-after"]) >= 1
+        body = json.loads((await refused.next())["body"])
+        assert body["error"]["code"] == -32000 and "stream_rate" in body["error"]["data"]["details"]
+        await asyncio.wait_for(refused.task, TIMEOUT)
+        # The connection goes on, and after the interval a stream opens again.
+        assert (await request(app, "POST", rpc(1, "session/new", NEW), {**JSON, CID: cid}))[0] == 202
+        await asyncio.sleep(0.25)
+        again = stream(app, cid, "s1")
+        assert (await again.next())["status"] == 200
+        await app.aclose()
 
     run(main)

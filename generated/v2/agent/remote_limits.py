@@ -20,10 +20,11 @@ is refused with 503. So a flood of bare `initialize` requests evicts itself, not
 
 Fair turns and rates: at most `max_running` handlers of a connection run at once, the rest
 wait in arrival order (see `slots`); sessions opened (`session_rate` per connection,
-`client_session_rate` per client address) and new connections (`connection_rate` per client
-address) are paced by token buckets (`remote_rate`): over a rate, an admission waits its turn
-up to `rate_wait` seconds, and is refused beyond (-32000 with `data.retryAfter`; 429 with
-`Retry-After` for a new connection).
+`client_session_rate` per client address), SSE stream opens (`stream_rate` per connection) and
+new connections (`connection_rate` per client address) are paced by token buckets
+(`remote_rate`): over a rate, an admission waits its turn up to `rate_wait` seconds, and is
+refused beyond (-32000 with `data.retryAfter`; 429 with `Retry-After` for a new connection or
+a stream).
 
 Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
 Streamable HTTP connection with no open SSE stream and no POST in progress for
@@ -70,6 +71,8 @@ class Limits:
     session_burst: int = 50  # ... of which at once
     client_session_rate: float | None = 200.0  # sessions opened a second, per client address
     client_session_burst: int = 400  # ... of which at once
+    stream_rate: float | None = 10.0  # SSE stream opens (GETs) a second, per HTTP connection
+    stream_burst: int = 10  # ... of which at once
     rate_wait: float = 5.0  # over a rate: waited for up to this long, refused beyond
 
     def __post_init__(self) -> None:
@@ -83,6 +86,7 @@ class Limits:
             ("connection_burst", self.connection_burst),
             ("session_burst", self.session_burst),
             ("client_session_burst", self.client_session_burst),
+            ("stream_burst", self.stream_burst),
         )
         for name, value in caps:
             if value is not None and value < 1:
@@ -99,6 +103,7 @@ class Limits:
             ("connection_rate", self.connection_rate),
             ("session_rate", self.session_rate),
             ("client_session_rate", self.client_session_rate),
+            ("stream_rate", self.stream_rate),
         )
         for name, seconds in deadlines:
             if seconds is not None and not seconds > 0:

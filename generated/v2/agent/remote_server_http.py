@@ -344,6 +344,17 @@ class HttpTransport:
                 send, 400 if CONNECTION_HEADER not in headers else 404, None, INVALID_REQUEST, state
             )
             return
+        delay = 0.0 if state.stream_pace is None else state.stream_pace.admit()
+        if delay < 0:
+            detail = (
+                f"over this connection's stream_rate of {self.limits.caps.stream_rate:g} a "
+                f"second: retry after {-delay:.1f} s"
+            )
+            retry = ((b"retry-after", str(int(-delay) + 1).encode()),)
+            await send_error(send, 429, None, LIMIT_EXCEEDED, detail, headers=retry)
+            return
+        if delay:  # its turn (a flood of stream opens is held to the rate)
+            await asyncio.sleep(delay)
         raw_session = headers.get(SESSION_HEADER)
         channel = state.stream(None if raw_session is None else raw_session.decode("latin-1"))
         if channel is None:
