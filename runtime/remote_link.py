@@ -224,6 +224,7 @@ class Link:
             admit=None if limits is None else Admission(limits, client_pace),
             request_timeout=None if limits is None else limits.request_timeout,
             max_running=None if limits is None else limits.max_running,
+            slot_lease=None if limits is None else limits.slot_lease,
         )
         agent.on_connect(ClientProxy(self.connection, ctx))
         loop = asyncio.get_running_loop()

@@ -63,7 +63,7 @@ def slots_of(app: agent.AsgiApp) -> Slots:
 
 def test_a_connection_runs_max_running_handlers_and_queues_the_rest_in_order() -> None:
     async def main() -> None:
-        app = agent.asgi_app(Chatty, limits=Limits(max_running=2, **NO_RATES))
+        app = agent.asgi_app(Chatty, limits=Limits(max_running=2, slot_lease=None, **NO_RATES))
         call = await opened(app)
         slots = slots_of(app)
         call.incoming.put_nowait(prompt(10, "hang"))
@@ -108,7 +108,7 @@ class Asker(Chatty):
 
 def test_a_handler_waiting_on_the_client_gives_its_slot_up() -> None:
     async def main() -> None:
-        app = agent.asgi_app(Asker, limits=Limits(max_running=1, **NO_RATES))
+        app = agent.asgi_app(Asker, limits=Limits(max_running=1, slot_lease=None, **NO_RATES))
         call = await opened(app)
         call.incoming.put_nowait(prompt(1, "ask"))
         asked = await ws_answer(call)
@@ -127,6 +127,76 @@ def test_a_handler_waiting_on_the_client_gives_its_slot_up() -> None:
         assert slots_of(app).waiting == 0
         call.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
         await asyncio.wait_for(call.task, TIMEOUT)
+
+    run(main)
+
+
+def test_long_turns_hold_their_slots_only_for_the_lease() -> None:
+    """Two turns that never end (a model call that takes minutes) on a connection of two slots:
+    past the lease they run on uncounted, so a new session and a third prompt on the same
+    connection are served at once, not after the turns; the turns still end by cancel."""
+
+    async def main() -> None:
+        app = agent.asgi_app(Chatty, limits=Limits(max_running=2, slot_lease=0.2, **NO_RATES))
+        call = await opened(app)
+        slots = slots_of(app)
+        call.incoming.put_nowait(prompt(10, "hang"))
+        call.incoming.put_nowait(prompt(11, "hang"))
+        call.incoming.put_nowait(frame(12, "session/new", NEW))
+        await until(lambda: slots.waiting == 1)  # held while the leases last
+        started = time.monotonic()
+        answer = await ws_answer(call)
+        assert answer["id"] == 12 and answer["result"]["sessionId"] == "s1"
+        assert time.monotonic() - started < TIMEOUT / 2
+        call.incoming.put_nowait(prompt(13, "2 3"))  # a free slot now: runs at once
+        assert [(await ws_answer(call)).get("id") for _ in range(3)] == [None, None, 13]
+        for msg_id in (10, 11):
+            call.incoming.put_nowait(frame(None, "$/cancel_request", {"requestId": msg_id}))
+        ends = sorted([(await ws_answer(call))["id"] for _ in range(2)])
+        assert ends == [10, 11]
+        assert slots.waiting == 0 and slots.running == 0
+        call.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
+        await asyncio.wait_for(call.task, TIMEOUT)
+
+    run(main)
+
+
+def test_a_slot_given_back_after_its_lease_is_counted_once() -> None:
+    """The lease's end, the handler's end, and a wait on the peer in between: each slot is freed
+    once, so the count never goes below zero nor lets more than the limit start."""
+
+    async def main() -> None:
+        slots = Slots(1, lease=0.05)
+        gate = asyncio.Event()
+
+        async def holder() -> None:
+            await gate.wait()
+
+        first = asyncio.ensure_future(holder())
+        await slots.take(first)
+        second = asyncio.ensure_future(holder())
+        taking = asyncio.ensure_future(slots.take(second))
+        await asyncio.sleep(0.01)
+        assert not taking.done() and slots.running == 1
+        await asyncio.wait_for(taking, TIMEOUT)  # first's lease ended: its slot went to second
+        slots.away(first)  # first no longer holds a slot: nothing to free
+        slots.back(first)
+        slots.give(first)
+        assert slots.running == 1
+        slots.give(second)
+        assert slots.running == 0
+        third = asyncio.ensure_future(holder())
+        await slots.take(third)
+        slots.away(third)  # a wait on the peer frees the slot and ends the lease's timer
+        assert slots.running == 0
+        slots.back(third)
+        assert slots.running == 1
+        await asyncio.sleep(0.1)  # back from the peer, on a new lease: which ends too
+        assert slots.running == 0
+        slots.give(third)
+        assert slots.running == 0
+        gate.set()
+        await asyncio.gather(first, second, third)
 
     run(main)
 
@@ -244,6 +314,7 @@ def test_a_new_connection_within_rate_wait_waits_its_turn() -> None:
     "field, value",
     [
         ("max_running", 0),
+        ("slot_lease", 0.0),
         ("connection_rate", 0.0),
         ("session_burst", 0),
         ("client_session_rate", -1.0),
@@ -268,7 +339,7 @@ def test_a_session_layer_turn_waiting_on_the_client_gives_its_handlers_slot_up()
 
     async def main() -> None:
         store = MemoryStore()
-        app = agent.asgi_app(lambda: EchoAgent(store), limits=Limits(max_running=1, **NO_RATES))
+        app = agent.asgi_app(lambda: EchoAgent(store), limits=Limits(max_running=1, slot_lease=None, **NO_RATES))
         call = await opened(app)
         for msg_id in (1, 2):
             call.incoming.put_nowait(frame(msg_id, "session/new", {"cwd": "/tmp", "mcpServers": []}))

@@ -149,13 +149,15 @@ class Connection:
         admit: Callable[[str, Any, int], RequestError | float | None] | None = None,
         request_timeout: float | None = None,
         max_running: int | None = None,
+        slot_lease: float | None = None,
     ) -> None:
         """`tap` sees every raw line (see `Tap`); with `ACP_WIRE_LOG=<path>` in the
         environment, a `WireLog` on that path is added as a second tap. `admit(method,
         params, handlers_running)` may refuse a request before its handler starts (its error
         is the answer: the remote transport's caps) or return the seconds its handler waits
         first (a rate limit); `request_timeout` is the `timeout` of every `request` that names
-        none; `max_running` bounds the handlers running at once (see `Slots`)."""
+        none; `max_running` bounds the handlers running at once, each for at most `slot_lease`
+        seconds (see `Slots`)."""
         self.dispatcher = dispatcher
         self._reader = reader
         self._writer = writer
@@ -163,7 +165,7 @@ class Connection:
         self.shutdown_grace = shutdown_grace
         self._admit = admit
         self.request_timeout = request_timeout
-        self._slots = None if max_running is None else Slots(max_running)
+        self._slots = None if max_running is None else Slots(max_running, slot_lease)
         self._next_id = 0
         self._pending: dict[tuple[bool, Any], tuple[asyncio.Future[Any], list[int]]] = {}
         self._inflight: dict[tuple[bool, Any], asyncio.Task[None]] = {}

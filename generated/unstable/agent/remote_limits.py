@@ -19,8 +19,10 @@ an SSE stream over `max_streams` a 429 with a JSON-RPC body, a new connection ov
 is refused with 503. So a flood of bare `initialize` requests evicts itself, not new clients.
 
 Fair turns and rates: at most `max_running` handlers of a connection run at once, the rest
-wait in arrival order (see `slots`); sessions opened (`session_rate` per connection,
-`client_session_rate` per client address), SSE stream opens (`stream_rate` per connection) and
+wait in arrival order (see `slots`), and a handler counts for at most `slot_lease` seconds (a
+long turn never keeps the connection's other requests waiting for its end); sessions
+opened (`session_rate` per connection, `client_session_rate` per client address), SSE stream
+opens (`stream_rate` per connection) and
 new connections (`connection_rate` per client address) are paced by token buckets
 (`remote_rate`): over a rate, an admission waits its turn up to `rate_wait` seconds, and is
 refused beyond (-32000 with `data.retryAfter`; 429 with `Retry-After` for a new connection or
@@ -65,6 +67,7 @@ class Limits:
     request_timeout: float | None = None  # the agent's requests to the client
     max_inflight_bytes: int | None = 64 * 1024 * 1024  # received, not yet read by an agent: the app
     max_running: int | None = 8  # handlers running at once, per connection; the rest wait (FIFO)
+    slot_lease: float | None = 0.1  # seconds a handler counts in max_running; then it runs on
     connection_rate: float | None = 50.0  # new connections a second, per client address
     connection_burst: int = 100  # ... of which at once
     session_rate: float | None = 20.0  # sessions opened a second, per connection
@@ -100,6 +103,7 @@ class Limits:
             ("http_idle_timeout", self.http_idle_timeout),
             ("body_timeout", self.body_timeout),
             ("request_timeout", self.request_timeout),
+            ("slot_lease", self.slot_lease),
             ("connection_rate", self.connection_rate),
             ("session_rate", self.session_rate),
             ("client_session_rate", self.client_session_rate),

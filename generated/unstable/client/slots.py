@@ -9,7 +9,12 @@ between; the requests are still read, admitted and answered, only started later.
 A handler waiting on the peer (a request to the other side, e.g. a permission prompt, from the
 handler or from a task it started, which shares its context: `owner`) gives its slot up for
 the wait: only the peer can end that wait, and the peer may be waiting for one of its queued
-requests first. Back from the wait, it runs without queueing again."""
+requests first. Back from the wait, it runs without queueing again.
+
+A slot is a lease (`lease` seconds): a handler still running when it ends runs on without
+counting, so long turns (a model call, a tool run) never keep a connection's other requests
+(a new session, a list, another session's prompt) waiting for them to finish; a flood of
+cheap requests is still started a few at a time."""
 
 from __future__ import annotations
 
@@ -29,12 +34,16 @@ owner: contextvars.ContextVar[tuple[Slots, asyncio.Task[Any]] | None] = contextv
 class Slots:
     """Slots for tasks; `take` waits for one (first come, first served), `give` frees it."""
 
-    __slots__ = ("_limit", "_running", "_holders", "_waiting", "_away")
+    __slots__ = ("_limit", "_lease", "_running", "_holders", "_waiting", "_away", "_leases")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, lease: float | None = None) -> None:
         if limit < 1:
             raise ValueError(f"a slot limit must be positive, got {limit!r}")
+        if lease is not None and not lease > 0:
+            raise ValueError(f"a slot lease must be positive seconds or None, got {lease!r}")
         self._limit = limit
+        self._lease = lease
+        self._leases: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}  # holders' lease ends
         self._running = 0  # slots held, each by one task in _holders
         self._holders: set[asyncio.Task[Any]] = set()
         # Made when a handler first has to wait: most connections never do, and every idle one
@@ -46,12 +55,17 @@ class Slots:
     def waiting(self) -> int:
         return 0 if self._waiting is None else len(self._waiting)
 
+    @property
+    def running(self) -> int:
+        """Slots held now (by handlers within their lease)."""
+        return self._running
+
     async def take(self, task: asyncio.Task[Any]) -> None:
         """Until `task` holds a slot. Cancelled while waiting, it holds none (or holds the one
         just handed over, which `give` frees: the caller calls it in any case)."""
         if self._running < self._limit and not self._waiting:
             self._running += 1
-            self._holders.add(task)
+            self._hold(task)
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         waiting = self._waiting
@@ -62,11 +76,21 @@ class Slots:
             await waiter  # `give` handed its slot over: already counted
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
-                self._holders.add(task)
+                self._hold(task)
             else:
                 waiting.remove(waiter)
             raise
+        self._hold(task)
+
+    def _hold(self, task: asyncio.Task[Any]) -> None:
         self._holders.add(task)
+        if self._lease is not None:
+            loop = asyncio.get_running_loop()
+            self._leases[task] = loop.call_later(self._lease, self._lease_ended, task)
+
+    def _lease_ended(self, task: asyncio.Task[Any]) -> None:
+        del self._leases[task]
+        self._hand_over(task)  # it runs on, uncounted; a later `give` or `away` finds no slot
 
     def give(self, task: asyncio.Task[Any]) -> None:
         """`task` is done: its slot (if it holds one) goes to the first waiter."""
@@ -76,6 +100,9 @@ class Slots:
 
     def _hand_over(self, task: asyncio.Task[Any]) -> None:
         self._holders.discard(task)
+        lease = self._leases.pop(task, None)
+        if lease is not None:
+            lease.cancel()
         waiting = self._waiting
         while waiting:
             waiter = waiting.popleft()
@@ -103,4 +130,4 @@ class Slots:
             return
         del self._away[task]
         self._running += 1
-        self._holders.add(task)
+        self._hold(task)
