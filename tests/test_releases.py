@@ -113,7 +113,9 @@ def generation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
             rendered.append((target, render_files(target, apis)))
         except CodegenError as exc:
             failed[name] = str(exc)
-    formatted = format_packages([(r.files, target.formatter, r.custom) for target, r in rendered])
+    formatted = format_packages(
+        [(r.files, target.formatter, r.custom) for target, r in rendered], [r.runtime for _, r in rendered]
+    )
     for (target, _), files in zip(rendered, formatted, strict=True):
         write_tree(target.out, files)
     return out, failed
