@@ -23,9 +23,9 @@ wait in arrival order (see `slots`), and a handler counts for at most `slot_leas
 long turn never keeps the connection's other requests waiting for its end); sessions
 opened (`session_rate` per connection, `client_session_rate` per client address), SSE stream
 opens (`stream_rate` per connection) and new connections (`connection_rate` per client
-address) are paced by token buckets (`remote_rate`): over a rate, an admission waits its turn up to `rate_wait` seconds, and is
-refused beyond (-32000 with `data.retryAfter`; 429 with `Retry-After` for a new connection or
-a stream).
+address) are paced by token buckets (`remote_rate`): over a rate, an admission waits its
+turn up to `rate_wait` seconds, and is refused beyond (-32000 with `data.retryAfter`; 429 with
+`Retry-After` for a new connection or a stream).
 
 Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
 Streamable HTTP connection with no open SSE stream and no POST in progress for
