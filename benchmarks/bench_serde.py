@@ -1,6 +1,7 @@
 """Decode/encode speed of the generated types vs json.loads/json.dumps and the official SDK.
 
-    .venv/bin/python benchmarks/bench_serde.py
+    .venv/bin/python benchmarks/bench_serde.py            # with orjson, when it is installed
+    .venv/bin/python benchmarks/bench_serde.py --stdlib   # orjson blocked: the stdlib-only figures
 
 Prints times and ratios measured side by side in one run, every row with the same loop shape
 (a plain `for` loop that discards each result, the baselines included), rows interleaved batch
@@ -29,11 +30,15 @@ from collections.abc import Callable
 from json.scanner import make_scanner
 from typing import Any, cast
 
-from _common import ROOT, chunk_lines, tool_update_lines
+# --stdlib: as on a machine without orjson (blocked before the generated package is imported).
+if "--stdlib" in sys.argv[1:]:
+    sys.modules["orjson"] = None  # type: ignore[assignment]
 
-import agent.jsonline
-import agent.serde as gs
-import agent.types as gt
+from _common import ROOT, chunk_lines, tool_update_lines  # noqa: E402, I001  (puts generated/ on sys.path)
+
+import agent.jsonline  # noqa: E402
+import agent.serde as gs  # noqa: E402
+import agent.types as gt  # noqa: E402
 
 SDK = "official SDK 0.12.1"
 SCANNER = "stdlib scanner alone"
