@@ -254,3 +254,17 @@ def test_ts_sdk_client(open_server: tuple[str, str], ts_modules: Path, profile: 
     env = {**os.environ, "ACP_TS_MODULES": str(ts_modules)}
     result = subprocess.run(["node", str(TS_CLIENT), profile, url], capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_ts_sdk_client_with_a_token(server: tuple[str, str], ts_modules: Path, profile: str) -> None:
+    """The TypeScript SDK's transports against the token-protected server: with the token in
+    their `headers` option they pass the whole scenario; without it they are refused."""
+    url = server[0] if profile == "ws" else server[1]
+    env = {**os.environ, "ACP_TS_MODULES": str(ts_modules), "ACP_TS_TOKEN": TOKEN}
+    result = subprocess.run(["node", str(TS_CLIENT), profile, url], capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+    env.pop("ACP_TS_TOKEN")
+    command = ["node", str(TS_CLIENT), profile, url]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert refused.returncode != 0 and "401" in refused.stderr, refused.stdout + refused.stderr

@@ -3,23 +3,26 @@
 // driving a remote ACP agent at the JSON-RPC level, through the same scenario as the Python
 // SDK clients in test_remote_interop.py.
 //
-//   ACP_TS_MODULES=<node_modules dir> node tests/ts_remote_client.mjs ws|http URL
+//   ACP_TS_MODULES=<node_modules dir> [ACP_TS_TOKEN=<bearer token>] node tests/ts_remote_client.mjs ws|http URL
 //
-// Prints "ok" and exits 0, or throws (exit 1).
+// With ACP_TS_TOKEN, every request and upgrade carries `Authorization: Bearer <token>` (the
+// transports' own `headers` option). Prints "ok" and exits 0, or throws (exit 1).
 import { pathToFileURL } from "node:url";
 
 const [mode, url] = process.argv.slice(2);
 const modules = process.env.ACP_TS_MODULES;
 const load = (path) => import(pathToFileURL(`${modules}/${path}`).href);
+const token = process.env.ACP_TS_TOKEN;
+const headers = token ? { Authorization: `Bearer ${token}` } : {};
 
 let open;
 if (mode === "ws") {
   const { createWebSocketStream } = await load("@agentclientprotocol/sdk/dist/transports/ws-stream.js");
   const { WebSocket } = await load("ws/wrapper.mjs");
-  open = () => createWebSocketStream(url, { WebSocket });
+  open = () => createWebSocketStream(url, { WebSocket, headers });
 } else {
   const { createHttpStream } = await load("@agentclientprotocol/sdk/dist/transports/http-stream.js");
-  open = () => createHttpStream(url);
+  open = () => createHttpStream(url, { headers });
 }
 
 const TIMEOUT = 15000;
