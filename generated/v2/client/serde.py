@@ -449,10 +449,7 @@ def loads(data: str | bytes) -> Any:
     if _orjson is not None:
         try:
             raw = data.encode() if isinstance(data, str) else data
-            if (  # long_digits, inlined: a call is a tenth of a chunk line's parse
-                raw[::SAMPLE_STEP].translate(DIGIT_RUNS).find(SAMPLE_DIGITS) < 0
-                or raw.translate(DIGIT_RUNS).find(LONG_DIGITS) < 0
-            ):
+            if not long_digits(raw):
                 return _orjson.loads(raw)
         except ValueError:  # UnicodeEncodeError (a lone surrogate), orjson.JSONDecodeError
             pass
