@@ -8,10 +8,10 @@ ECHO_AGENT_LOG, default WARNING) and exits when stdin reaches EOF.
 Or serve it remotely:  python examples/echo_agent.py --listen 127.0.0.1:8000
 (needs the `remote` extra: uvicorn and hypercorn). One process, one `asgi_app`, two servers:
 uvicorn serves WebSocket on that port, hypercorn Streamable HTTP (HTTP/2 cleartext, and
-HTTP/1.1; a WebSocket upgrade there gets 403) on the next free one; port 0 picks free ports. Once both listen it prints one line,
-`listening ws://HOST:PORT/acp http://HOST:PORT2/acp`, and it stops cleanly on SIGTERM or
-SIGINT. Sessions are shared by all connections, so a client can reconnect and session/load;
-each belongs to the principal that made it. `--store URL` says where they are kept: `memory`
+HTTP/1.1; a WebSocket upgrade there gets 403) on the next free one; port 0 picks free ports.
+Once both listen it prints one line, `listening ws://HOST:PORT/acp http://HOST:PORT2/acp`, and
+it stops cleanly on SIGTERM or SIGINT. Sessions are shared by all connections, so a client can
+reconnect and session/load; each belongs to the principal that made it. `--store URL` says where they are kept: `memory`
 (the default), `sqlite:PATH` (survives restarts; several processes may share the file) or
 `postgresql://...` (several hosts; needs psycopg). Without --token-file only loopback clients are
 served; `--token-file FILE` (one token per line, `TOKEN` or `NAME TOKEN`, each its own
