@@ -50,7 +50,8 @@ def refusal_code(refusal: Refusal) -> int:
 class WsTransport:
     """WebSocket connections on the endpoint; `links` holds the live ones by id. The app
     passes in what it decides for both profiles: `admit` (who, or a refusal), `room` (whether
-    one more connection from that client may start), `close_soon` and `gone`."""
+    one more connection from that client may start), `close_soon`, `gone` and `sessions` (the
+    per-address buckets of sessions opened)."""
 
     def __init__(
         self,
@@ -61,6 +62,7 @@ class WsTransport:
         room: Callable[[str], Awaitable[Refusal | None]],
         close_soon: Callable[[Link], None],
         gone: Callable[[], None],
+        sessions: Paces | None = None,
     ) -> None:
         self.make_agent = make_agent
         self.limits = limits
@@ -70,7 +72,7 @@ class WsTransport:
         self.close_soon = close_soon
         self.gone = gone
         self.links: dict[str, Link] = {}
-        self.sessions: Paces | None = None  # sessions opened per client address
+        self.sessions = sessions  # sessions opened per client address
 
     async def __call__(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         message = await receive()

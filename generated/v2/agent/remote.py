@@ -89,10 +89,16 @@ class AsgiApp:
             else Paces(caps.client_session_rate, caps.client_session_burst, caps.rate_wait)
         )
         self.http = HttpTransport(make_agent, limits, self._room, self._gone, self.budget, sessions)
-        self.ws = WsTransport(
-            make_agent, limits, self.budget, self._admit, self._room, self._close_soon, self._gone
+        self.ws = WsTransport(  # the same per-address session buckets as over HTTP
+            make_agent,
+            limits,
+            self.budget,
+            self._admit,
+            self._room,
+            self._close_soon,
+            self._gone,
+            sessions,
         )
-        self.ws.sessions = sessions  # the same per-address buckets over both profiles
         self.websockets = self.ws.links  # the live WebSocket connections by id
         self._reaper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # idle connections being closed

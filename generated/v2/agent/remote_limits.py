@@ -153,25 +153,26 @@ class Admission:
     def __call__(self, method: str, params: Any, inflight: int) -> RequestError | float | None:
         if self._pending is not None and inflight >= self._pending:
             return over("max_pending", self._pending)
+        if method != "session/new" and method not in _OPENING:
+            return None
         cap = self._sessions
-        if cap is not None and (method == "session/new" or method in _OPENING):
+        session: Any = None
+        if cap is not None:
             fields = cast("dict[str, Any]", params) if params.__class__ is dict else {}
-            session: Any = fields.get("sessionId")
+            session = fields.get("sessionId")
             if method != "session/new" and isinstance(session, str) and session in self._loaded:
                 return None
             if self._opened + len(self._loaded) >= cap:
                 return over("max_sessions", cap)
-            paced = self._paced()
-            if isinstance(paced, RequestError):
-                return paced
+        paced = self._paced()
+        if isinstance(paced, RequestError):
+            return paced
+        if cap is not None:  # counted once admitted
             if method == "session/new" or not isinstance(session, str):
                 self._opened += 1
             else:
                 self._loaded.add(session)
-            return paced or None
-        if cap is None and (method == "session/new" or method in _OPENING):
-            return self._paced() or None
-        return None
+        return paced or None
 
     def _paced(self) -> RequestError | float:
         """The wait before a session opens, or the refusal (over a rate by more than
