@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 from agent import GENERATOR_VERSION, AsgiApp, BearerTokens, RequestError, asgi_app, run_agent, types  # noqa: E402
 from agent.helpers import update_agent_message  # noqa: E402
 from agent.remote_auth import LOOPBACK_HOSTS  # noqa: E402
-from agent.remote_limits import Limits  # noqa: E402
+from agent.remote_limits import RATES, Limits  # noqa: E402
 from agent.session_store import SessionStore, StoreError  # noqa: E402
 from agent.session_stores import STORE_URLS, open_store  # noqa: E402
 from agent.sessions import Session, SessionAgent  # noqa: E402
@@ -145,7 +145,7 @@ KEEPALIVE = (30, 10, 3)  # TCP keepalive: idle seconds, probe interval, probes: 
 # 40 senders of 7 MiB messages a good client's p99 was 70-121 ms with it, 117-327 ms with 32 MiB.
 WS_BUDGET = 8 * 1024 * 1024
 # --rate-limits off: no rate of new connections or sessions (a load test from one address)
-NO_RATES: dict[str, Any] = dict.fromkeys(("connection_rate", "session_rate", "client_session_rate", "stream_rate"))
+NO_RATES: dict[str, Any] = dict.fromkeys(RATES)
 
 
 def _uvicorn_config(app: AsgiApp, head_timeout: float, ping: float, ws_budget: int = WS_BUDGET) -> uvicorn.Config:

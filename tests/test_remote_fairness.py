@@ -8,6 +8,7 @@ after, and the connection stays usable. Driven in-process through ASGI messages.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -17,7 +18,7 @@ from typing import Any
 import agent
 import pytest
 from agent import types as at
-from agent.remote_limits import Limits
+from agent.remote_limits import RATES, Limits
 from agent.remote_rate import Pace, Paces
 from agent.slots import Slots
 from test_remote_server import (
@@ -39,7 +40,7 @@ from test_remote_server import (
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NEW = {"cwd": "/", "mcpServers": []}
 INIT = rpc(0, "initialize", {"protocolVersion": 1})
-NO_RATES: dict[str, Any] = dict.fromkeys(("connection_rate", "session_rate", "client_session_rate", "stream_rate"))
+NO_RATES: dict[str, Any] = dict.fromkeys(RATES)
 
 
 def prompt(msg_id: int, text: str) -> dict[str, Any]:
@@ -308,6 +309,10 @@ def test_a_new_connection_within_rate_wait_waits_its_turn() -> None:
         await app.aclose()
 
     run(main)
+
+
+def test_rates_names_every_rate_of_limits() -> None:
+    assert set(RATES) == {f.name for f in dataclasses.fields(Limits) if f.name.endswith("_rate")}
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ from typing import Any, Final, cast
 from .dispatch import RequestError
 from .remote_rate import Pace
 
-__all__ = ["LIMIT_EXCEEDED", "Admission", "Budget", "Limits"]
+__all__ = ["LIMIT_EXCEEDED", "RATES", "Admission", "Budget", "Limits"]
 
 LIMIT_EXCEEDED: Final = -32000  # a JSON-RPC server error: the request was refused, not failed
 _OPENING: Final = frozenset({"session/load", "session/resume", "session/fork"})
@@ -116,6 +116,11 @@ class Limits:
                 )
         if not self.rate_wait >= 0:
             raise ValueError(f"Limits.rate_wait must be seconds >= 0, got {self.rate_wait!r}")
+
+
+RATES: Final = ("connection_rate", "session_rate", "client_session_rate", "stream_rate")
+"""The `Limits` fields that are rates: `Limits(**dict.fromkeys(RATES))` paces nothing (a load
+test from one address)."""
 
 
 def over(limit: str, value: int) -> RequestError:
