@@ -47,9 +47,9 @@ def build_class_model(schema_doc: dict[str, Any]) -> ClassModel:
     """The class model of a schema document; computed once per distinct document per process.
 
     It is a pure function of the document's text (of `names_only`'s, which gives the same model)
-    and the most expensive step of a build (~0.2 s for v1), so a process that builds the same schema again (`diff` after `generate`, a test
-    session, a program using codegen as a library) gets the model it already has. Only memory:
-    nothing is stored between runs.
+    and the most expensive step of a build (~0.2 s for v1), so a process that builds the same
+    schema again (`diff` after `generate`, a test session, a program using codegen as a library)
+    gets the model it already has. Only memory: nothing is stored between runs.
     """
     return _class_model(json.dumps(names_only(schema_doc)))  # key order kept: it is part of the content
 
