@@ -9,7 +9,8 @@ websockets-sansio), in the same run, with the same raw WebSocket clients:
    connection: the marginal cost, the server's RSS with every connection open less its RSS
    with the first half open, over the second half. (Not "less its RSS before any": the heap
    that start-up leaves free, which compiling from source without cached bytecode makes
-   several MB larger, was reused by the first connections and hid their cost);
+   several MB larger, was reused by the first connections and hid their cost; generated/ is
+   compiled to bytecode first, as pip compiles an installed package);
 2. idle: IDLE connections, each initialized with one session, then held: RSS per connection,
    measured the same way;
 3. ours on 2 uvicorn workers, clients spread over both: every update a client receives must
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import inspect
 import json
 import os
@@ -512,6 +514,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="--ab rounds")
     args = parser.parse_args()
     limit = raise_fd_limit()
+    if not args.serve and not args.client:
+        # Bytecode in a known state, as an installed package has it (pip compiles what it
+        # installs): a server compiling generated/ from source leaves megabytes of its heap free,
+        # which the first connections reuse, and their cost would not show.
+        for root in {ROOT, AGENT_ROOT} | ({Path(args.ab)} if args.ab else set()):
+            compileall.compile_dir(root / "generated", quiet=2)
     if args.serve:
         serve(args.serve, args.port, args.workers, args.asgi)
         return
