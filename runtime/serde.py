@@ -208,6 +208,15 @@ def is_object(value: object) -> bool:
     return isinstance(value, dict)
 
 
+def plain_object(value: Any, path: PathT) -> JsonObject:
+    """What an object decoder reads for a value that is not exactly a dict: a dict subclass
+    a caller built, as a plain dict of its items (so the decoder may subscript it: no
+    `__missing__` or `__getitem__` of a subclass runs); anything else is not an object."""
+    if isinstance(value, dict):
+        return dict(cast(JsonObject, value))
+    fail(path, "object", value)
+
+
 def as_int(value: Any, path: PathT) -> int:
     """A non-int JSON number that is an integer (`2.0`)."""
     if value.__class__ is float and value.is_integer():
@@ -511,6 +520,16 @@ def has_nonfinite(text: str) -> bool:
 _W = TypeVar("_W", bound="Wire")
 
 
+def _from_dict(decoder: Decoder) -> Callable[[Any, DecodeContext | None], Any]:
+    """A class's `from_dict`: `decoder` at the root, with the default context if none is given."""
+
+    def from_dict(obj: Any, ctx: DecodeContext | None = None) -> Any:
+        """Decode from a JSON value (a dict); raises `DecodeError` with the JSON path."""
+        return decoder(obj, None, ctx or DEFAULT_CTX)
+
+    return from_dict
+
+
 class Wire:
     """What every generated class shares: JSON helpers around its generated codec.
 
@@ -531,6 +550,10 @@ class Wire:
         if decoder is not None:
             cls._from = decoder if tag is None else _tag_checked(decoder, *tag)
             cls._tag = tag
+            # Each class's own from_dict, a plain function (a static method) calling its decoder:
+            # the classmethod below binds a method and looks `_from` up per call (a twelfth of
+            # a short message's decode); the classmethod stays for type checkers.
+            cls.from_dict = staticmethod(_from_dict(cls._from))  # type: ignore[method-assign,assignment]
 
     @classmethod
     def from_dict(cls: type[_W], obj: Any, ctx: DecodeContext | None = None) -> _W:
