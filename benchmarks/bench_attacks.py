@@ -74,6 +74,12 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU time so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # -- the attacks (each in its own process, until `deadline`) ------------------------------------
 async def raw_ws(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port_of(url))
@@ -328,8 +334,8 @@ def main() -> None:
             words = server.stdout.readline().split()
             urls = {"ws": words[1], "http": words[2]}
             print(f"load average before: {os.getloadavg()[0]:.2f}; each phase {args.seconds:g} s", flush=True)
-            print("| phase | turns | p50 ms | p99 ms | p99 / quiet | RSS before MiB | RSS peak MiB |")
-            print("| --- | --- | --- | --- | --- | --- | --- |")
+            print("| phase | turns | p50 ms | p99 ms | p99 / quiet | RSS before MiB | RSS peak MiB | server CPU % |")
+            print("| --- | --- | --- | --- | --- | --- | --- | --- |")
             quiet_p99 = 0.0
             for name in ["quiet", *names]:
                 before = rss_mib(server.pid)
@@ -340,7 +346,9 @@ def main() -> None:
                         + ["--seconds", str(args.seconds + 1)]
                     )
                     time.sleep(1.0)  # the attack under way before the good client starts measuring
+                cpu_before, start = cpu_seconds(server.pid), time.monotonic()
                 latencies, peak = asyncio.run(good_turns(urls["ws"], args.seconds, server.pid))
+                busy = 100 * (cpu_seconds(server.pid) - cpu_before) / (time.monotonic() - start)
                 if attacker is not None:
                     try:
                         attacker.wait(15)
@@ -352,7 +360,8 @@ def main() -> None:
                     quiet_p99 = p99
                 ratio = p99 / quiet_p99 if quiet_p99 else float("nan")
                 print(
-                    f"| {name} | {len(latencies)} | {p50:.1f} | {p99:.1f} | {ratio:.2f} | {before:.0f} | {peak:.0f} |",
+                    f"| {name} | {len(latencies)} | {p50:.1f} | {p99:.1f} | {ratio:.2f} | {before:.0f} | {peak:.0f} "
+                    f"| {busy:.0f} |",
                     flush=True,
                 )
                 time.sleep(2.0)  # what the attack left is reaped or closed

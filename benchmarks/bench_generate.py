@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/bench_generate.py [--schema v1] [--runs 5] [--before DIR]
 
 Every command runs as a fresh process (there is no cache: every run is "cold"), writing into a
-fresh output folder; the runs are interleaved, and the median of each is compared, in wall time
-and in CPU time (user + system of the process and its children, ruff included: the figure the
-load of a shared machine disturbs least):
+fresh output folder; the runs are interleaved, and each ratio is the median of the per-round
+ratios to datamodel-codegen, in wall time and in CPU time (user + system of the process and
+its children, ruff included: the figure the load of a shared machine disturbs least):
 
 - `acp-codegen agent --out X` vs `datamodel-codegen` on the same schema (target <= 1.0x);
 - `acp-codegen generate` of the six golden targets (v1, v1 --unstable, v2; agent and client)
@@ -143,8 +143,15 @@ def main() -> None:
                 cpus[name].append(cpu)
     median = {name: statistics.median(t) for name, t in times.items()}
     cpu_median = {name: statistics.median(t) for name, t in cpus.items()}
-    base = median["datamodel-codegen alone"]
-    cpu_base = cpu_median["datamodel-codegen alone"]
+    # The ratios: the median of each round's ratio to that round's datamodel-codegen run (the
+    # load of a shared machine changes from round to round, alike within one).
+    base_runs, cpu_base_runs = times["datamodel-codegen alone"], cpus["datamodel-codegen alone"]
+    ratio_of = {
+        name: statistics.median(t / b for t, b in zip(ts, base_runs, strict=True)) for name, ts in times.items()
+    }
+    cpu_ratio_of = {
+        name: statistics.median(t / b for t, b in zip(ts, cpu_base_runs, strict=True)) for name, ts in cpus.items()
+    }
     targets = {
         "acp-codegen agent --out": 0.9,
         "acp-codegen generate (6 targets)": 2.0,
@@ -154,13 +161,13 @@ def main() -> None:
     }
     print(
         f"schema {args.schema}; median of {args.runs} interleaved runs, fresh processes, fresh output"
-        f" folders; load {os.getloadavg()[0]:.1f}"
+        f" folders; ratios: median of the per-round ratios; load {os.getloadavg()[0]:.1f}"
     )
     print(f"  {'':38} {'wall':>8} {'[range]':>13}  {'ratio':6}  {'CPU':>7}  {'ratio':6}")
     for name, value in median.items():
-        ratio = f"{value / base:5.2f}x" if name != "datamodel-codegen alone" else "   1x "
+        ratio = f"{ratio_of[name]:5.2f}x" if name != "datamodel-codegen alone" else "   1x "
         cpu = cpu_median[name]
-        cpu_ratio = f"{cpu / cpu_base:5.2f}x" if name != "datamodel-codegen alone" else "   1x "
+        cpu_ratio = f"{cpu_ratio_of[name]:5.2f}x" if name != "datamodel-codegen alone" else "   1x "
         target = f"  (target <= {targets[name]:.1f}x)" if name in targets else ""
         spread = f"[{min(times[name]):.2f}-{max(times[name]):.2f}]"
         print(f"  {name:38} {value:6.2f} s {spread:>13}  {ratio}  {cpu:5.2f} s  {cpu_ratio}{target}")

@@ -19,8 +19,9 @@ principal) turns bearer-token authentication on, `--allow-host NAME[:*]` accepts
 Both servers are set up against hostile clients (docs/security.md's table): a request head must
 arrive within `--head-timeout` (10 s), WebSockets are pinged every `--ping` seconds (20) and
 closed without a pong within as long, permessage-deflate is off, at most `--ws-budget` bytes
-(8 MiB) of WebSocket messages are being received at once over all connections (a sender over
-it waits: ws_budget.py), a Streamable HTTP connection with no stream and no request ends after
+(8 MiB) of WebSocket messages are being received at once over all connections and at most
+`--ws-rate` bytes a second (32 MiB) of large ones per client address (a sender over either waits:
+ws_budget.py), a Streamable HTTP connection with no stream and no request ends after
 `--http-idle-timeout` (30 s), and TCP keepalive finds peers that vanished without a FIN. A POST's
 body must arrive within `--body-timeout` (30 s, else 408); new connections and sessions are
 rate-limited per client address and per connection (`Limits`' defaults: `--rate-limits off` turns
@@ -144,11 +145,17 @@ KEEPALIVE = (30, 10, 3)  # TCP keepalive: idle seconds, probe interval, probes: 
 # WebSocket bytes being received at once, every connection (ws_budget.py): one largest message. Under
 # 40 senders of 7 MiB messages a good client's p99 was 70-121 ms with it, 117-327 ms with 32 MiB.
 WS_BUDGET = 8 * 1024 * 1024
+# Bytes a second of large WebSocket frames (over 64 KiB) per client address (ws_budget.py): the budget
+# bounds memory, this bounds the CPU a sender's large messages take. Under the same 40 senders a good
+# client's p99 was 6-12x its quiet value without it (the server busy parsing 7 MiB messages back to back).
+WS_RATE = 32 * 1024 * 1024
 # --rate-limits off: no rate of new connections or sessions (a load test from one address)
 NO_RATES: dict[str, Any] = dict.fromkeys(RATES)
 
 
-def _uvicorn_config(app: AsgiApp, head_timeout: float, ping: float, ws_budget: int = WS_BUDGET) -> uvicorn.Config:
+def _uvicorn_config(
+    app: AsgiApp, head_timeout: float, ping: float, ws_budget: int = WS_BUDGET, ws_rate: int | None = WS_RATE
+) -> uvicorn.Config:
     import h11
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -190,7 +197,7 @@ def _uvicorn_config(app: AsgiApp, head_timeout: float, ping: float, ws_budget: i
         app,
         lifespan="off",
         log_level="warning",
-        ws=budgeted(ws_budget),  # uvicorn's websockets-sansio, with a budget of bytes being received
+        ws=budgeted(ws_budget, rate=ws_rate),  # uvicorn's websockets-sansio, with a budget of bytes being received
         http=HeadInTime,
         ws_max_size=MAX_MESSAGE,
         ws_per_message_deflate=False,  # 74 KiB per idle socket instead of 30, and deflate bombs
@@ -266,6 +273,7 @@ async def listen(
     ws_budget: int = WS_BUDGET,
     body_timeout: float = 30.0,
     rate_limits: bool = True,
+    ws_rate: int | None = WS_RATE,
 ) -> None:
     """Serve one `asgi_app` with uvicorn (WebSocket) and hypercorn (Streamable HTTP) until SIGTERM.
     `tokens`: authentication on (else loopback clients only); `hosts`: Host values allowed besides loopback;
@@ -274,7 +282,8 @@ async def listen(
     deadline; `http_idle_timeout`: seconds a Streamable HTTP connection lives with no stream and no request;
     `ws_budget`: WebSocket bytes being received at once over all connections (more waits: ws_budget.py);
     `body_timeout`: seconds a POST's body may take; `rate_limits`: the per-address and per-connection rates
-    of new connections and sessions (`Limits`' defaults) on, or off."""
+    of new connections and sessions (`Limits`' defaults) and `ws_rate` on, or off; `ws_rate`: bytes a second
+    of large WebSocket frames per client address (None: no rate; over it a frame waits, ws_budget.py)."""
     import uvicorn
     from hypercorn.asyncio import serve
 
@@ -297,7 +306,7 @@ async def listen(
         def capture_signals(self) -> Generator[None, None, None]:  # ours are installed below
             yield
 
-    ws_server = Server(_uvicorn_config(app, head_timeout, ping, ws_budget))
+    ws_server = Server(_uvicorn_config(app, head_timeout, ping, ws_budget, ws_rate if rate_limits else None))
     config = _hypercorn_config(http_sock.fileno(), head_timeout, ping)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -372,6 +381,13 @@ def main() -> None:
         help=f"WebSocket bytes being received at once, all connections; more waits (default {WS_BUDGET})",
     )
     parser.add_argument(
+        "--ws-rate",
+        metavar="BYTES",
+        type=int,
+        default=WS_RATE,
+        help=f"bytes a second of WebSocket frames over 64 KiB per client address; more waits (default {WS_RATE})",
+    )
+    parser.add_argument(
         "--body-timeout",
         metavar="SECONDS",
         type=float,
@@ -382,7 +398,8 @@ def main() -> None:
         "--rate-limits",
         choices=("on", "off"),
         default="on",
-        help="the rates of new connections per address and of sessions per connection and address (default on)",
+        help="the rates of new connections per address, of sessions per connection and address, and --ws-rate"
+        " (default on)",
     )
     args = parser.parse_args()
     logging.basicConfig(
@@ -418,6 +435,8 @@ def main() -> None:
         timeouts = (args.head_timeout, args.ping, args.http_idle_timeout)
         if not args.ws_budget > 0:
             parser.error(f"--ws-budget takes positive bytes, got {args.ws_budget!r}")
+        if not args.ws_rate > 0:
+            parser.error(f"--ws-rate takes positive bytes a second, got {args.ws_rate!r}")
         serve = listen(
             address,
             int(port),
@@ -428,6 +447,7 @@ def main() -> None:
             args.ws_budget,
             body_timeout=args.body_timeout,
             rate_limits=args.rate_limits == "on",
+            ws_rate=args.ws_rate,
         )
         asyncio.run(serve)
     except StoreError as exc:

@@ -14,27 +14,66 @@ message is done when the app asks for the next one (the app's budget counts it f
   never waits behind large ones, and costs at most `small` per connection.
 - A fragmented or compressed message reserves `max_size` (its size is known only at its end).
 - Waiting connections are served first come, first served.
+
+A byte rate per client address (`rate` bytes a second, `burst` at once; None: none) paces the
+large frames (over `small`) too. The budget bounds memory, not time: 40 senders of 7 MiB
+messages kept the server busy converting and parsing them, and a good client's turns waited
+behind that work (p99 6-12x its quiet value). Over its rate a frame is not refused: its
+socket is not read until its turn (TCP backpressure), so a sender costs the server at most
+`rate` bytes a second of large-message work, whatever it sends. Frames up to `small` are never
+paced: prompts and replies do not wait behind an address's large messages.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import deque
-from typing import Any
+from typing import Any, Final
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame
 
 SMALL = 64 * 1024
+RATE = 32 * 1024 * 1024  # large-frame bytes a second per client address (`rate`)
+BURST = 16 * 1024 * 1024  # ... at once: two of the largest messages without any wait
+_PRUNE_AT: Final = 4096  # client addresses remembered before the caught-up ones are dropped
+
+
+class ByteRate:
+    """A byte rate per key (a client address), kept as the time each key's bucket is full again
+    (GCRA): `rate` bytes a second, `burst` at once. `take` books a frame and says how long it
+    must wait for its turn; booked at once, so waiting frames keep their order."""
+
+    __slots__ = ("_rate", "_tolerance", "_due")
+
+    def __init__(self, rate: float, burst: int) -> None:
+        if not rate > 0 or burst < 0:
+            raise ValueError(f"a byte rate takes a positive rate and burst >= 0, got {rate!r}, {burst!r}")
+        self._rate = rate
+        self._tolerance = burst / rate  # how far ahead of now bytes may be booked
+        self._due: dict[str, float] = {}
+
+    def take(self, key: str, size: int, now: float | None = None) -> float:
+        """Book `size` bytes for `key`: the seconds to wait before reading them (0: now)."""
+        now = time.monotonic() if now is None else now
+        due = self._due
+        if len(due) >= _PRUNE_AT and key not in due:
+            self._due = due = {k: d for k, d in due.items() if d > now}
+        start = max(due.get(key, now), now)
+        due[key] = start + size / self._rate
+        return max(0.0, due[key] - self._tolerance - now)
 
 
 class ReceiveBudget:
     """Bytes reserved by frames being received, across every connection of one server."""
 
-    def __init__(self, limit: int, small: int = SMALL) -> None:
+    def __init__(self, limit: int, small: int = SMALL, rate: float | None = RATE, burst: int = BURST) -> None:
         if limit < 1 or small < 0:
             raise ValueError(f"a receive budget takes a positive limit, got {limit!r}")
         self.limit = limit
         self.small = small
+        self.rates = None if rate is None else ByteRate(rate, burst)  # large frames, per address
         self.used = 0
         self.peak = 0
         self._waiting: deque[BudgetedWebSocket] = deque()
@@ -84,6 +123,7 @@ class BudgetedWebSocket(WebSocketsSansIOProtocol):
         self._handed = 0  # reserved for the message the app is working on
         self._held = b""  # bytes not yet fed to websockets, waiting for a reservation
         self.wanted = 0  # the reservation being waited for (0: not waiting)
+        self._pacing: asyncio.TimerHandle | None = None  # waiting for its address's byte rate
         self._max_size = self.config.ws_max_size
 
     # -- receiving -----------------------------------------------------------------
@@ -124,6 +164,15 @@ class BudgetedWebSocket(WebSocketsSansIOProtocol):
             size = self._frame_started()
             if size is None:
                 continue
+            rates = self.budget.rates
+            if rates is not None and size > self.budget.small:
+                delay = rates.take(self.client[0] if self.client else "", size)
+                if delay > 0:  # not its address's turn yet: the rest waits, the socket unread
+                    self.wanted = size
+                    self._held = data[i:]
+                    self._pause()
+                    self._pacing = self.loop.call_later(delay, self._paced)
+                    break
             if self.budget.take(size, self):
                 self._started.append(size)
                 continue
@@ -163,6 +212,12 @@ class BudgetedWebSocket(WebSocketsSansIOProtocol):
         if self._max_size and length > self._max_size:
             return 0  # websockets refuses it at its header (close 1009)
         return self._max_size if (compressed or not fin) and self._max_size else length
+
+    def _paced(self) -> None:
+        """The frame's turn under its address's byte rate: now it waits for the budget."""
+        self._pacing = None
+        if not self.transport.is_closing() and self.budget.take(self.wanted, self):
+            self.granted()
 
     def granted(self) -> None:
         """The budget took the frame that waited: feed what was held, read on."""
@@ -209,6 +264,9 @@ class BudgetedWebSocket(WebSocketsSansIOProtocol):
         return message
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._pacing is not None:
+            self._pacing.cancel()
+            self._pacing = None
         self.budget.forget(self)
         reserved = sum(self._started) + sum(self._queued) + self._handed
         self._handed, self._held, self.wanted = 0, b"", 0
@@ -219,6 +277,8 @@ class BudgetedWebSocket(WebSocketsSansIOProtocol):
         super().connection_lost(exc)
 
 
-def budgeted(limit: int, small: int = SMALL) -> type[BudgetedWebSocket]:
-    """A `BudgetedWebSocket` class for one server (uvicorn's `ws=`), with its own budget."""
-    return type("BudgetedWebSocket", (BudgetedWebSocket,), {"budget": ReceiveBudget(limit, small)})
+def budgeted(limit: int, small: int = SMALL, rate: float | None = RATE, burst: int = BURST) -> type[BudgetedWebSocket]:
+    """A `BudgetedWebSocket` class for one server (uvicorn's `ws=`), with its own budget and
+    byte rate per client address (`rate` None: no rate)."""
+    budget = ReceiveBudget(limit, small, rate, burst)
+    return type("BudgetedWebSocket", (BudgetedWebSocket,), {"budget": budget})
