@@ -18,10 +18,10 @@ from .gchold import gc_hold, gc_release
 from .jsonvalue import json_default, locate
 from .serde import (
     DIGIT_RUNS,
-    LONG_DIGITS,
     ORJSON_OPTIONS,
+    SAMPLE,
     SAMPLE_DIGITS,
-    SAMPLE_STEP,
+    long_runs,
     parser,
 )
 
@@ -58,27 +58,49 @@ _NUMBER_SHAPE: Final = bytes(
 _FAST_FLOATS_FROM: Final = 4096  # shorter lines: the pass costs more than the floats
 _FLOAT_DENSITY: Final = 256  # a dot per 256 bytes or more: worth the pass (~5 ns a byte)
 _DOT_SAMPLE: Final = 16  # the dots are counted among every 16th byte (an estimate is enough)
-# orjson builds long non-ASCII strings slower than the standard library (1.6x json.loads on
-# 10 MB of accented text, against decode + scan at 1.1x): such lines skip it.
-_ORJSON_ASCII_FROM: Final = 1 << 20
+# The shape searched fast on a line of digits: rfind, not find, for "e000" (from the back, the
+# search meets its rare "e" first: a third of find's time, which meets a "0" at every byte); a
+# run of 200 leaves 20 digits in a row among every 10th byte, found far faster than itself.
+_BIG_EXPONENT: Final = b"e000"
+_LONG_RUN: Final = b"0" * 200
+_RUN_SAMPLE: Final = slice(None, None, 10)
+_SAMPLED_RUN: Final = b"0" * 20
+# orjson builds a long string slower than the standard library does: 1.3-1.5x json.loads on
+# text without escapes, non-ASCII from 1 MiB, ASCII from 2-3 MiB (below that it is 0.5x),
+# against the standard library's decode + scan at 1.0x. A line that long and mostly such text
+# (fewer than one comma or backslash per 32 bytes, counted among every 256th byte: a sparser
+# sample reads fewer cache lines) skips orjson; any other (numbers, objects, escapes: orjson at
+# 0.1-0.5x) is orjson's, ASCII or not. Such text has no float to speak of either (floats come
+# with commas), so it skips the float pass as well.
+_LONG_FROM: Final = 1 << 20
+_LONG_ASCII_FROM: Final = 2 << 20
+_TOKEN_STEP: Final = 256
+_TOKEN_SAMPLE: Final = slice(None, None, _TOKEN_STEP)
+_TOKEN_SPARSE: Final = 32  # bytes per comma or backslash, at least
+
+
+def _long_text(line: bytes, size: int) -> bool:
+    """Whether a line of `_LONG_FROM` bytes or more is text the standard library reads faster."""
+    sample = line[_TOKEN_SAMPLE]
+    if (sample.count(b"\\") + sample.count(b",")) * _TOKEN_STEP * _TOKEN_SPARSE >= size:
+        return False
+    return size >= _LONG_ASCII_FROM or not line.isascii()
 
 
 def loads(line: bytes) -> Any:
     """Parse one line; ValueError (UnicodeDecodeError too) or RecursionError if it is not JSON.
 
     With orjson, the value is orjson's where it must equal the standard library's: a line with
-    a run of 19 digits or more (an integer orjson would read as a float) goes to the standard
+    an integer of 19 digits or more (which orjson would read as a float) goes to the standard
     library, and so does every line orjson refuses (NaN, out-of-range numbers, lone surrogates,
     a BOM, deep nesting, bad UTF-8, not JSON), so every error is the standard library's own.
+    A line of a megabyte or more that is mostly plain text is the standard library's too (faster).
     """
     size = len(line)
-    if (
-        _orjson is not None
-        and (size < _ORJSON_ASCII_FROM or line.isascii())
-        and (  # serde.long_digits, inlined: this is every line's path
-            line[::SAMPLE_STEP].translate(DIGIT_RUNS).find(SAMPLE_DIGITS) < 0
-            or line.translate(DIGIT_RUNS).find(LONG_DIGITS) < 0
-        )
+    if size >= _LONG_FROM and _long_text(line, size):
+        return _parse(line.decode("utf-8"))
+    if _orjson is not None and (  # serde.long_digits, inlined: this is every line's path
+        not line[SAMPLE].translate(DIGIT_RUNS).partition(SAMPLE_DIGITS)[1] or not long_runs(line)
     ):
         try:
             return _orjson.loads(line)
@@ -89,7 +111,9 @@ def loads(line: bytes) -> Any:
         and line[::_DOT_SAMPLE].count(b".") * _DOT_SAMPLE * _FLOAT_DENSITY >= size
     ):
         shape = line.translate(_NUMBER_SHAPE, b"+-")
-        if shape.find(b"e000") < 0 and shape.find(b"0" * 200) < 0:
+        if shape.rfind(_BIG_EXPONENT) < 0 and (
+            shape[_RUN_SAMPLE].find(_SAMPLED_RUN) < 0 or shape.find(_LONG_RUN) < 0
+        ):
             return _parse_fast(line.decode("utf-8"))
     return _parse(line.decode("utf-8"))
 

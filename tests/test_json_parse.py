@@ -233,6 +233,14 @@ NUMBERS = [
         "9" * 18 + ".5",
         "0." + "1" * 18,
         "1" * 40 + ".0",
+        # fractions of 19 digits or more: floats, which orjson reads as float() does
+        "0." + "1" * 19,
+        "0.0023503710709915637",
+        "-0.00012345678901234567",
+        "0." + "9" * 400,
+        "1." + "0" * 30 + "1e-5",
+        "1" * 19 + "." + "1" * 19,
+        "1e" + "0" * 19 + "5",
     )
 ]
 
@@ -250,6 +258,13 @@ def test_the_long_digits_check() -> None:
         assert serde.long_digits(b"x" * k + b"1" * 19 + b"x" * k)
         assert not serde.long_digits(b"x" * k + b"1" * 18 + b"x" * k)
         assert not serde.long_digits(b"x" * k + b"1" * 18 + b"." + b"1" * 18)
+        # A fraction is no integer, however long; an integer part or an exponent counts.
+        assert not serde.long_digits(b"x" * k + b"0." + b"1" * (19 + k))
+        assert serde.long_digits(b"x" * k + b"-" + b"1" * 19 + b".5")
+        assert serde.long_digits(b"x" * k + b"1e" + b"1" * 19)
+    assert serde.long_digits(b"1" * 19)  # at the very start
+    assert serde.long_digits(b"1" * 19 + b".5")
+    assert not serde.long_digits(b"." + b"1" * 19)
 
 
 def float_line(floats: list[str]) -> bytes:
@@ -258,6 +273,7 @@ def float_line(floats: list[str]) -> bytes:
 
 LONG_FLOATS = [
     float_line([repr(i * 0.123456789) for i in range(2000)]),
+    float_line([repr(i * 1.234e-5) for i in range(2000)]),  # 19 digits and more after the point
     float_line(["1.5"] * 2000 + ["1e400"]),  # out of range: refused, on every path
     float_line(["1.5"] * 2000 + ["-1E+0400"]),
     float_line(["1.5"] * 2000 + ["1" * 320 + ".0"]),
@@ -266,6 +282,10 @@ LONG_FLOATS = [
     float_line(["1.5"] * 2000 + ["NaN"]),
     float_line(["1.5"] * 2000 + ['"' + "\\ud800" + '"']),
     b" " + float_line(["0.5"] * 2000),
+    # a run of 200 digits or more at every offset the sampled search can meet: never fast-read
+    *[float_line(["1.5"] * 2000 + [" " * pad + "9" * 310]) for pad in range(10)],
+    *[float_line(["1.5"] * 2000 + [" " * pad + "9" * 200 + "e99"]) for pad in range(10)],
+    float_line(["1.5"] * 2000 + ["9" * 199 + ".9e99", "1.0e" + "0" * 20 + "99"]),
 ]
 
 
@@ -273,3 +293,50 @@ LONG_FLOATS = [
 def test_long_lines_of_floats_are_read_as_before(line: bytes) -> None:
     """Long float-heavy lines skip the parse_float hook where no number can reach infinity."""
     assert outcome(jsonline.loads, line) == outcome(line_decode, line)
+
+
+def _refuse(text: str) -> Any:
+    raise AssertionError("the hook-checked parse was used")
+
+
+def test_float_heavy_lines_skip_the_checked_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A float-heavy line is read without the parse_float hook (orjson, or the fast decoder),
+    also when its floats have 19 digits or more after the point (0.0012345678901234567)."""
+    monkeypatch.setattr(jsonline, "_parse", _refuse)
+    for line in (LONG_FLOATS[0], LONG_FLOATS[1]):
+        assert jsonline.loads(line) == line_decode(line)
+
+
+def text_line(text: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": "_t", "params": {"text": text}}, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize(
+    ("text", "stdlib"),
+    [
+        ("abcdefgh " * 300_000, True),  # 2.7 MB of ASCII without escapes: the standard library's
+        ("àbcdéfgh " * 130_000, True),  # 1.4 MB of non-ASCII text
+        ("abcdefgh " * 130_000, False),  # 1.2 MB of ASCII: orjson is faster there
+        ("abc\n" * 700_000, False),  # escapes: orjson's
+        ('àb,"' * 300_000, False),  # commas and escaped quotes, non-ASCII: orjson's
+    ],
+    ids=range(5),
+)
+def test_long_text_lines(monkeypatch: pytest.MonkeyPatch, text: str, stdlib: bool) -> None:
+    """A megabyte line of plain text is the standard library's (orjson builds it slower); any
+    other long line is orjson's, ASCII or not. Same value either way."""
+    line = text_line(text)
+    real = jsonline._orjson
+    if real is None:  # the stdlib run: nothing to choose
+        assert jsonline.loads(line) == line_decode(line)
+        return
+    seen: list[bytes] = []
+
+    class Spy:
+        def loads(self, data: bytes) -> Any:
+            seen.append(data)
+            return real.loads(data)
+
+    monkeypatch.setattr(jsonline, "_orjson", Spy())
+    assert jsonline.loads(line) == line_decode(line)
+    assert (seen == []) is stdlib

@@ -447,6 +447,45 @@ def test_decode_error_paths_in_nested_unions() -> None:
     assert info.value.path == "update.sessionUpdate"
 
 
+def test_dict_subclasses_decode_by_their_items() -> None:
+    """A caller's dict subclass decodes as the plain dict of its items: a required field it
+    lacks is missing (its `__missing__` is not asked), its tag dispatches as a dict's would."""
+    from collections import OrderedDict, defaultdict
+
+    wire = notification({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})
+    ordered = OrderedDict(wire)
+    ordered["update"] = OrderedDict(wire["update"])
+    assert T.SessionNotification.from_dict(ordered) == T.SessionNotification.from_dict(wire)
+    lacking: defaultdict[str, Any] = defaultdict(lambda: "invented", {"update": wire["update"]})
+    with pytest.raises(types.DecodeError) as info:
+        T.SessionNotification.from_dict(lacking)
+    assert (info.value.path, info.value.message) == ("sessionId", "missing required field")
+    assert "sessionId" not in lacking
+    for bad in ([], "x", None, 1):
+        with pytest.raises(types.DecodeError, match="expected object"):
+            T.SessionNotification.from_dict(bad)
+
+
+def test_tags_of_another_type_are_errors() -> None:
+    """A tag that is not a string (a str subclass included, as before) or names no variant."""
+
+    class Tag(str):
+        pass
+
+    for tag, message in [
+        (7, "expected string, got integer"),
+        ([1], "expected string, got array"),
+        (Tag("agent_message_chunk"), "expected string"),
+    ]:
+        with pytest.raises(types.DecodeError) as info:
+            T.SessionNotification.from_dict(notification({"sessionUpdate": tag, "content": {}}))
+        assert info.value.path == "update.sessionUpdate" and info.value.message.startswith(message)
+    with pytest.raises(types.DecodeError, match="update.content.type: missing required field"):
+        T.SessionNotification.from_dict(notification({"sessionUpdate": "agent_message_chunk", "content": {}}))
+    unknown = T.SessionNotification.from_dict(notification({"sessionUpdate": "new_kind", "x": 1}))
+    assert isinstance(unknown.update, T.UnknownSessionUpdate)
+
+
 def test_invalid_json_text_is_a_decode_error() -> None:
     with pytest.raises(types.DecodeError):
         T.PromptRequest.from_json("{not json")

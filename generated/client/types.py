@@ -53,6 +53,7 @@ from .serde import missing as _missing
 from .serde import new as _new
 from .serde import open_json as _open_json
 from .serde import or_none as or_none
+from .serde import plain_object as _plain_object
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -475,20 +476,21 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
@@ -536,29 +538,32 @@ _K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
-    v = obj.get("content", _MISSING)
+    try:
+        v = obj["content"]
+    except KeyError:
+        _missing(path, "content")
     if v.__class__ is str:
         inst.content = v
-    elif v is _MISSING:
-        _missing(path, "content")
     else:
         _fail((path, "content"), "string", v)
     if (n := len(obj)) == 3:
@@ -616,22 +621,24 @@ _K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj)) == 2:
@@ -730,23 +737,27 @@ _K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
 def _d_RequestPermissionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("toolCall", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["toolCall"]
+    except KeyError:
         _missing(path, "toolCall")
-    else:
-        inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
-    v = obj.get("options", _MISSING)
+    inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
+    try:
+        v = obj["options"]
+    except KeyError:
+        _missing(path, "options")
     if v.__class__ is list:
         p3 = (path, "options")
         items3: list[PermissionOption] = []
@@ -762,8 +773,6 @@ def _d_RequestPermissionRequest(
             if held3:
                 _gc_release()
         inst.options = items3
-    elif v is _MISSING:
-        _missing(path, "options")
     else:
         inst.options = _list_of(v, (path, "options"), ctx, _d_PermissionOption)
     if (n := len(obj)) == 3:
@@ -838,15 +847,16 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
     if (n := len(obj)) == 1:
@@ -903,14 +913,15 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t5 := x.get("type")).__class__ is str
-                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                        ):
-                            items5.append(d5(x, (p5, i), ctx))
-                        else:
-                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                        d5: _Decodes[ToolCallContent] = _d_ToolCallContent
+                        if x.__class__ is dict:
+                            try:
+                                t5 = x["type"]
+                                if t5.__class__ is str:
+                                    d5 = _ToolCallContent_TAGS[t5]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items5.append(d5(x, (p5, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p5, i), exc, "item dropped")
                     i += 1
@@ -1054,8 +1065,8 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 
 
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
     if (n := len(obj)) == 0:
@@ -1184,15 +1195,16 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 
 
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -1266,22 +1278,24 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
-    v = obj.get("data", _MISSING)
+    try:
+        v = obj["data"]
+    except KeyError:
+        _missing(path, "data")
     if v.__class__ is str:
         inst.data = v
-    elif v is _MISSING:
-        _missing(path, "data")
     else:
         _fail((path, "data"), "string", v)
-    v = obj.get("mimeType", _MISSING)
+    try:
+        v = obj["mimeType"]
+    except KeyError:
+        _missing(path, "mimeType")
     if v.__class__ is str:
         inst.mime_type = v
-    elif v is _MISSING:
-        _missing(path, "mimeType")
     else:
         _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1372,22 +1386,24 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
-    v = obj.get("data", _MISSING)
+    try:
+        v = obj["data"]
+    except KeyError:
+        _missing(path, "data")
     if v.__class__ is str:
         inst.data = v
-    elif v is _MISSING:
-        _missing(path, "data")
     else:
         _fail((path, "data"), "string", v)
-    v = obj.get("mimeType", _MISSING)
+    try:
+        v = obj["mimeType"]
+    except KeyError:
+        _missing(path, "mimeType")
     if v.__class__ is str:
         inst.mime_type = v
-    elif v is _MISSING:
-        _missing(path, "mimeType")
     else:
         _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1463,22 +1479,24 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1615,22 +1633,24 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 
 
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
@@ -1702,22 +1722,24 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 
 
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
-    v = obj.get("blob", _MISSING)
+    try:
+        v = obj["blob"]
+    except KeyError:
+        _missing(path, "blob")
     if v.__class__ is str:
         inst.blob = v
-    elif v is _MISSING:
-        _missing(path, "blob")
     else:
         _fail((path, "blob"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
@@ -1789,15 +1811,15 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 
 
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
-    v = obj.get("resource", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["resource"]
+    except KeyError:
         _missing(path, "resource")
-    else:
-        inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1867,21 +1889,23 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -1930,22 +1954,24 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText"
 
 
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
-    v = obj.get("newText", _MISSING)
+    try:
+        v = obj["newText"]
+    except KeyError:
+        _missing(path, "newText")
     if v.__class__ is str:
         inst.new_text = v
-    elif v is _MISSING:
-        _missing(path, "newText")
     else:
         _fail((path, "newText"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -2022,15 +2048,16 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -2085,15 +2112,16 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 
 
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj)) == 1:
@@ -2172,29 +2200,32 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 
 
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
-    v = obj.get("optionId", _MISSING)
+    try:
+        v = obj["optionId"]
+    except KeyError:
+        _missing(path, "optionId")
     if v.__class__ is str:
         inst.option_id = v
-    elif v is _MISSING:
-        _missing(path, "optionId")
     else:
         _fail((path, "optionId"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("kind", _MISSING)
+    try:
+        v = obj["kind"]
+    except KeyError:
+        _missing(path, "kind")
     if v.__class__ is str and v in _PermissionOptionKind_VALUES:
         inst.kind = _PermissionOptionKind_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "kind")
     else:
         _enum_fail((path, "kind"), "PermissionOptionKind", v)
     if (n := len(obj)) == 3:
@@ -2250,22 +2281,24 @@ _K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("command", _MISSING)
+    try:
+        v = obj["command"]
+    except KeyError:
+        _missing(path, "command")
     if v.__class__ is str:
         inst.command = v
-    elif v is _MISSING:
-        _missing(path, "command")
     else:
         _fail((path, "command"), "string", v)
     if (n := len(obj)) == 2:
@@ -2425,22 +2458,24 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
@@ -2492,22 +2527,24 @@ _K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "termi
 
 
 def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
@@ -2559,22 +2596,24 @@ _K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "term
 
 
 def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
@@ -2630,22 +2669,24 @@ _K_WaitForTerminalExitRequest: Final[frozenset[str]] = frozenset(
 def _d_WaitForTerminalExitRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
@@ -2699,22 +2740,24 @@ _K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "termina
 
 
 def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
@@ -2770,22 +2813,23 @@ _K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestForm(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestedSchema"]
+    except KeyError:
         _missing(path, "requestedSchema")
-    else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -2887,29 +2931,32 @@ _K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestUrl(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
     n = len(obj) - ("mode" in obj)
@@ -3014,15 +3061,16 @@ _K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "too
 def _d_ElicitationSessionScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationSessionScope:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -3077,15 +3125,15 @@ _K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 def _d_ElicitationRequestScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationRequestScope:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestId"]
+    except KeyError:
         _missing(path, "requestId")
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
@@ -3115,8 +3163,8 @@ _K_ElicitationSchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
@@ -3265,22 +3313,24 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 
 
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
-    v = obj.get("const", _MISSING)
+    try:
+        v = obj["const"]
+    except KeyError:
+        _missing(path, "const")
     if v.__class__ is str:
         inst.const = v
-    elif v is _MISSING:
-        _missing(path, "const")
     else:
         _fail((path, "const"), "string", v)
-    v = obj.get("title", _MISSING)
+    try:
+        v = obj["title"]
+    except KeyError:
+        _missing(path, "title")
     if v.__class__ is str:
         inst.title = v
-    elif v is _MISSING:
-        _missing(path, "title")
     else:
         _fail((path, "title"), "string", v)
     if (n := len(obj)) == 2:
@@ -3370,8 +3420,8 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3604,8 +3654,8 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3751,8 +3801,8 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3898,8 +3948,8 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4006,11 +4056,14 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 
 
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
-    v = obj.get("enum", _MISSING)
+    try:
+        v = obj["enum"]
+    except KeyError:
+        _missing(path, "enum")
     if v.__class__ is list:
         p1 = (path, "enum")
         items1: list[str] = []
@@ -4019,8 +4072,6 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
             items1.append(x if x.__class__ is str else _fail((p1, i), "string", x))
             i += 1
         inst.enum = items1
-    elif v is _MISSING:
-        _missing(path, "enum")
     else:
         inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -4073,11 +4124,14 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
-    v = obj.get("anyOf", _MISSING)
+    try:
+        v = obj["anyOf"]
+    except KeyError:
+        _missing(path, "anyOf")
     if v.__class__ is list:
         p1 = (path, "anyOf")
         items1: list[EnumOption] = []
@@ -4093,8 +4147,6 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
             if held1:
                 _gc_release()
         inst.any_of = items1
-    elif v is _MISSING:
-        _missing(path, "anyOf")
     else:
         inst.any_of = _list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
     if (n := len(obj)) == 1:
@@ -4150,21 +4202,23 @@ _K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_MultiSelectPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
-    v = obj.get("items", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _MultiSelectItems_TAGS.get(t1)) is not None
-    ):
-        inst.items = d1(v, (path, "items"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["items"]
+    except KeyError:
         _missing(path, "items")
-    else:
-        inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    d1: _Decodes[MultiSelectItems] = _d_MultiSelectItems
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _MultiSelectItems_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.items = d1(v, (path, "items"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -4324,15 +4378,15 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestedSchema"]
+    except KeyError:
         _missing(path, "requestedSchema")
-    else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
@@ -4401,22 +4455,24 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
     n = len(obj)
@@ -4487,20 +4543,20 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["result"]
+    except KeyError:
         _missing(path, "result")
-    else:
-        inst.result = v
+    inst.result = v
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
     )
@@ -4532,20 +4588,20 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["error"]
+    except KeyError:
         _missing(path, "error")
-    else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
+    inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
     )
@@ -4576,8 +4632,8 @@ _K_PromptCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
@@ -4695,8 +4751,8 @@ _K_McpCapabilities: Final[frozenset[str]] = frozenset(["http", "sse", "_meta"])
 
 
 def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
@@ -4787,8 +4843,8 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
     if (n := len(obj)) == 0:
@@ -4954,8 +5010,8 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 
 
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
     if (n := len(obj)) == 0:
@@ -5029,8 +5085,8 @@ _K_AgentCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
@@ -5204,16 +5260,17 @@ _K_InitializeResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
-    v = obj.get("protocolVersion", _MISSING)
+    try:
+        v = obj["protocolVersion"]
+    except KeyError:
+        _missing(path, "protocolVersion")
     if v.__class__ is int:
         inst.protocol_version = v
-    elif v is _MISSING:
-        _missing(path, "protocolVersion")
     else:
         inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     if (n := len(obj)) == 1:
@@ -5276,14 +5333,15 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t3 := x.get("type")).__class__ is str
-                            and (d3 := _AuthMethod_TAGS.get(t3)) is not None
-                        ):
-                            items3.append(d3(x, (p3, i), ctx))
-                        else:
-                            items3.append(_d_AuthMethod(x, (p3, i), ctx))
+                        d3: _Decodes[AuthMethod] = _d_AuthMethod
+                        if x.__class__ is dict:
+                            try:
+                                t3 = x["type"]
+                                if t3.__class__ is str:
+                                    d3 = _AuthMethod_TAGS[t3]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items3.append(d3(x, (p3, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p3, i), exc, "item dropped")
                     i += 1
@@ -5411,8 +5469,8 @@ _K_SessionListCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionListCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionListCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
     if (n := len(obj)) == 0:
@@ -5464,8 +5522,8 @@ _K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionDeleteCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
     if (n := len(obj)) == 0:
@@ -5519,8 +5577,8 @@ _K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset([
 def _d_SessionAdditionalDirectoriesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
     if (n := len(obj)) == 0:
@@ -5581,8 +5639,8 @@ _K_SessionResumeCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionResumeCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionResumeCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
     if (n := len(obj)) == 0:
@@ -5636,8 +5694,8 @@ _K_SessionCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionCloseCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionCloseCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
     if (n := len(obj)) == 0:
@@ -5687,8 +5745,8 @@ _K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
     if (n := len(obj)) == 0:
@@ -5740,22 +5798,24 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -5877,22 +5937,24 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "descriptio
 
 
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
@@ -5966,22 +6028,24 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 
 
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("version", _MISSING)
+    try:
+        v = obj["version"]
+    except KeyError:
+        _missing(path, "version")
     if v.__class__ is str:
         inst.version = v
-    elif v is _MISSING:
-        _missing(path, "version")
     else:
         _fail((path, "version"), "string", v)
     if (n := len(obj)) == 2:
@@ -6060,8 +6124,8 @@ _K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
     if (n := len(obj)) == 0:
@@ -6109,8 +6173,8 @@ _K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
     if (n := len(obj)) == 0:
@@ -6160,15 +6224,16 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -6201,14 +6266,15 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t3 := x.get("type")).__class__ is str
-                            and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
-                        ):
-                            items3.append(d3(x, (p3, i), ctx))
-                        else:
-                            items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                        d3: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t3 = x["type"]
+                                if t3.__class__ is str:
+                                    d3 = _SessionConfigOption_TAGS[t3]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items3.append(d3(x, (p3, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p3, i), exc, "item dropped")
                     i += 1
@@ -6292,18 +6358,22 @@ _K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availa
 
 
 def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeState:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionModeState)
-    v = obj.get("currentModeId", _MISSING)
+    try:
+        v = obj["currentModeId"]
+    except KeyError:
+        _missing(path, "currentModeId")
     if v.__class__ is str:
         inst.current_mode_id = v
-    elif v is _MISSING:
-        _missing(path, "currentModeId")
     else:
         _fail((path, "currentModeId"), "string", v)
-    v = obj.get("availableModes", _MISSING)
+    try:
+        v = obj["availableModes"]
+    except KeyError:
+        _missing(path, "availableModes")
     if v.__class__ is list:
         try:
             p2 = (path, "availableModes")
@@ -6325,8 +6395,6 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
             inst.available_modes = items2
         except DecodeError as exc:
             inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "availableModes")
     else:
         try:
             inst.available_modes = _skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
@@ -6384,22 +6452,24 @@ _K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", 
 
 
 def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionMode)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
@@ -6477,36 +6547,39 @@ _K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionSelect(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is str:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["options"]
+    except KeyError:
         _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     if (n := len(obj) - ("type" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6608,29 +6681,32 @@ _K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is bool:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -6733,22 +6809,24 @@ _K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectOption(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
@@ -6826,25 +6904,30 @@ _K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectGroup(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
-    v = obj.get("group", _MISSING)
+    try:
+        v = obj["group"]
+    except KeyError:
+        _missing(path, "group")
     if v.__class__ is str:
         inst.group = v
-    elif v is _MISSING:
-        _missing(path, "group")
     else:
         _fail((path, "group"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("options", _MISSING)
+    try:
+        v = obj["options"]
+    except KeyError:
+        _missing(path, "options")
     if v.__class__ is list:
         try:
             p3 = (path, "options")
@@ -6866,8 +6949,6 @@ def _d_SessionConfigSelectGroup(
             inst.options = items3
         except DecodeError as exc:
             inst.options = _tolerated(ctx, (path, "options"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "options")
     else:
         try:
             inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
@@ -6928,22 +7009,23 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 
 
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is str:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["options"]
+    except KeyError:
         _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     )
@@ -6975,15 +7057,16 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is bool:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
     inst.extra = (
@@ -7012,8 +7095,8 @@ _K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptio
 
 
 def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
     if (n := len(obj)) == 0:
@@ -7046,14 +7129,15 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                        d2: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _SessionConfigOption_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -7130,11 +7214,14 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 
 
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
-    v = obj.get("sessions", _MISSING)
+    try:
+        v = obj["sessions"]
+    except KeyError:
+        _missing(path, "sessions")
     if v.__class__ is list:
         try:
             p1 = (path, "sessions")
@@ -7156,8 +7243,6 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = items1
         except DecodeError as exc:
             inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "sessions")
     else:
         try:
             inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
@@ -7233,22 +7318,24 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
@@ -7373,8 +7460,8 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
     if (n := len(obj)) == 0:
@@ -7422,8 +7509,8 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOpt
 
 
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
     if (n := len(obj)) == 0:
@@ -7456,14 +7543,15 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                        d2: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _SessionConfigOption_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -7540,8 +7628,8 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
     if (n := len(obj)) == 0:
@@ -7589,8 +7677,8 @@ _K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
     if (n := len(obj)) == 0:
@@ -7640,11 +7728,14 @@ _K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOpt
 def _d_SetSessionConfigOptionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
-    v = obj.get("configOptions", _MISSING)
+    try:
+        v = obj["configOptions"]
+    except KeyError:
+        _missing(path, "configOptions")
     if v.__class__ is list:
         try:
             p1 = (path, "configOptions")
@@ -7656,14 +7747,15 @@ def _d_SetSessionConfigOptionResponse(
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                        d1: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _SessionConfigOption_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -7673,8 +7765,6 @@ def _d_SetSessionConfigOptionResponse(
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "configOptions")
     else:
         try:
             inst.config_options = _skip_invalid(
@@ -7731,15 +7821,16 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "_meta"])
 
 
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
-    v = obj.get("stopReason", _MISSING)
+    try:
+        v = obj["stopReason"]
+    except KeyError:
+        _missing(path, "stopReason")
     if v.__class__ is str and v in _StopReason_VALUES:
         inst.stop_reason = _StopReason_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "stopReason")
     else:
         _enum_fail((path, "stopReason"), "StopReason", v)
     if (n := len(obj)) == 1:
@@ -7792,22 +7883,24 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
-    v = obj.get("code", _MISSING)
+    try:
+        v = obj["code"]
+    except KeyError:
+        _missing(path, "code")
     if v.__class__ is int:
         inst.code = v
-    elif v is _MISSING:
-        _missing(path, "code")
     else:
         _fail((path, "code"), "integer", v)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
     if (n := len(obj)) == 2:
@@ -7860,15 +7953,16 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
@@ -7912,28 +8006,31 @@ _K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update"
 
 
 def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> SessionNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("update", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("sessionUpdate")).__class__ is str
-        and (d2 := _SessionUpdate_TAGS.get(t2)) is not None
-    ):
-        inst.update = d2(v, (path, "update"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["update"]
+    except KeyError:
         _missing(path, "update")
-    else:
-        inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    d2: _Decodes[SessionUpdate] = _d_SessionUpdate
+    if v.__class__ is dict:
+        try:
+            t2 = v["sessionUpdate"]
+            if t2.__class__ is str:
+                d2 = _SessionUpdate_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.update = d2(v, (path, "update"), ctx)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -7992,21 +8089,23 @@ _K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateUserMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
@@ -8086,21 +8185,23 @@ _K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
@@ -8180,21 +8281,23 @@ _K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentThoughtChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
@@ -8285,15 +8388,16 @@ _K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateToolCallUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -8350,14 +8454,15 @@ def _d_SessionUpdateToolCallUpdate(
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t5 := x.get("type")).__class__ is str
-                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                        ):
-                            items5.append(d5(x, (p5, i), ctx))
-                        else:
-                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                        d5: _Decodes[ToolCallContent] = _d_ToolCallContent
+                        if x.__class__ is dict:
+                            try:
+                                t5 = x["type"]
+                                if t5.__class__ is str:
+                                    d5 = _ToolCallContent_TAGS[t5]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items5.append(d5(x, (p5, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p5, i), exc, "item dropped")
                     i += 1
@@ -8501,21 +8606,23 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_me
 
 
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
@@ -8599,22 +8706,24 @@ _K_ToolCall: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCall)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
-    v = obj.get("title", _MISSING)
+    try:
+        v = obj["title"]
+    except KeyError:
+        _missing(path, "title")
     if v.__class__ is str:
         inst.title = v
-    elif v is _MISSING:
-        _missing(path, "title")
     else:
         _fail((path, "title"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -8656,14 +8765,15 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t5 := x.get("type")).__class__ is str
-                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                        ):
-                            items5.append(d5(x, (p5, i), ctx))
-                        else:
-                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                        d5: _Decodes[ToolCallContent] = _d_ToolCallContent
+                        if x.__class__ is dict:
+                            try:
+                                t5 = x["type"]
+                                if t5.__class__ is str:
+                                    d5 = _ToolCallContent_TAGS[t5]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items5.append(d5(x, (p5, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p5, i), exc, "item dropped")
                     i += 1
@@ -8808,29 +8918,32 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 
 
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
-    v = obj.get("content", _MISSING)
+    try:
+        v = obj["content"]
+    except KeyError:
+        _missing(path, "content")
     if v.__class__ is str:
         inst.content = v
-    elif v is _MISSING:
-        _missing(path, "content")
     else:
         _fail((path, "content"), "string", v)
-    v = obj.get("priority", _MISSING)
+    try:
+        v = obj["priority"]
+    except KeyError:
+        _missing(path, "priority")
     if v.__class__ is str and v in _PlanEntryPriority_VALUES:
         inst.priority = _PlanEntryPriority_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "priority")
     else:
         _enum_fail((path, "priority"), "PlanEntryPriority", v)
-    v = obj.get("status", _MISSING)
+    try:
+        v = obj["status"]
+    except KeyError:
+        _missing(path, "status")
     if v.__class__ is str and v in _PlanEntryStatus_VALUES:
         inst.status = _PlanEntryStatus_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "status")
     else:
         _enum_fail((path, "status"), "PlanEntryStatus", v)
     if (n := len(obj)) == 3:
@@ -8890,11 +9003,14 @@ _K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"]
 
 
 def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
-    v = obj.get("entries", _MISSING)
+    try:
+        v = obj["entries"]
+    except KeyError:
+        _missing(path, "entries")
     if v.__class__ is list:
         try:
             p1 = (path, "entries")
@@ -8916,8 +9032,6 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
             inst.entries = items1
         except DecodeError as exc:
             inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "entries")
     else:
         try:
             inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
@@ -8980,22 +9094,24 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 
 
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
+    try:
+        v = obj["description"]
+    except KeyError:
+        _missing(path, "description")
     if v.__class__ is str:
         inst.description = v
-    elif v is _MISSING:
-        _missing(path, "description")
     else:
         _fail((path, "description"), "string", v)
     if (n := len(obj)) == 2:
@@ -9070,15 +9186,16 @@ _K_UnstructuredCommandInput: Final[frozenset[str]] = frozenset(["hint", "_meta"]
 def _d_UnstructuredCommandInput(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> UnstructuredCommandInput:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UnstructuredCommandInput)
-    v = obj.get("hint", _MISSING)
+    try:
+        v = obj["hint"]
+    except KeyError:
+        _missing(path, "hint")
     if v.__class__ is str:
         inst.hint = v
-    elif v is _MISSING:
-        _missing(path, "hint")
     else:
         _fail((path, "hint"), "string", v)
     if (n := len(obj)) == 1:
@@ -9132,11 +9249,14 @@ _K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
 def _d_AvailableCommandsUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
-    v = obj.get("availableCommands", _MISSING)
+    try:
+        v = obj["availableCommands"]
+    except KeyError:
+        _missing(path, "availableCommands")
     if v.__class__ is list:
         try:
             p1 = (path, "availableCommands")
@@ -9158,8 +9278,6 @@ def _d_AvailableCommandsUpdate(
             inst.available_commands = items1
         except DecodeError as exc:
             inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "availableCommands")
     else:
         try:
             inst.available_commands = _skip_invalid(
@@ -9220,15 +9338,16 @@ _K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "curre
 
 
 def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentModeUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CurrentModeUpdate)
-    v = obj.get("currentModeId", _MISSING)
+    try:
+        v = obj["currentModeId"]
+    except KeyError:
+        _missing(path, "currentModeId")
     if v.__class__ is str:
         inst.current_mode_id = v
-    elif v is _MISSING:
-        _missing(path, "currentModeId")
     else:
         _fail((path, "currentModeId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -9288,11 +9407,14 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
-    v = obj.get("configOptions", _MISSING)
+    try:
+        v = obj["configOptions"]
+    except KeyError:
+        _missing(path, "configOptions")
     if v.__class__ is list:
         try:
             p1 = (path, "configOptions")
@@ -9304,14 +9426,15 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                        d1: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _SessionConfigOption_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -9321,8 +9444,6 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "configOptions")
     else:
         try:
             inst.config_options = _skip_invalid(
@@ -9385,8 +9506,8 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
@@ -9475,22 +9596,24 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
-    v = obj.get("amount", _MISSING)
+    try:
+        v = obj["amount"]
+    except KeyError:
+        _missing(path, "amount")
     if v.__class__ is float:
         inst.amount = v
-    elif v is _MISSING:
-        _missing(path, "amount")
     else:
         inst.amount = _as_float(v, (path, "amount"))
-    v = obj.get("currency", _MISSING)
+    try:
+        v = obj["currency"]
+    except KeyError:
+        _missing(path, "currency")
     if v.__class__ is str:
         inst.currency = v
-    elif v is _MISSING:
-        _missing(path, "currency")
     else:
         _fail((path, "currency"), "string", v)
     if (n := len(obj)) == 2:
@@ -9544,22 +9667,24 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
-    v = obj.get("used", _MISSING)
+    try:
+        v = obj["used"]
+    except KeyError:
+        _missing(path, "used")
     if v.__class__ is int:
         inst.used = v
-    elif v is _MISSING:
-        _missing(path, "used")
     else:
         inst.used = _as_int(v, (path, "used"))
-    v = obj.get("size", _MISSING)
+    try:
+        v = obj["size"]
+    except KeyError:
+        _missing(path, "size")
     if v.__class__ is int:
         inst.size = v
-    elif v is _MISSING:
-        _missing(path, "size")
     else:
         inst.size = _as_int(v, (path, "size"))
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -9635,15 +9760,16 @@ _K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitat
 def _d_CompleteElicitationNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
     if (n := len(obj)) == 1:
@@ -9697,20 +9823,21 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
@@ -9758,8 +9885,8 @@ _K_FileSystemCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> FileSystemCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
@@ -9851,8 +9978,8 @@ _K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
 def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
@@ -9937,8 +10064,8 @@ _K_ClientCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
@@ -10103,16 +10230,17 @@ _K_InitializeRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
-    v = obj.get("protocolVersion", _MISSING)
+    try:
+        v = obj["protocolVersion"]
+    except KeyError:
+        _missing(path, "protocolVersion")
     if v.__class__ is int:
         inst.protocol_version = v
-    elif v is _MISSING:
-        _missing(path, "protocolVersion")
     else:
         inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     if (n := len(obj)) == 1:
@@ -10244,8 +10372,8 @@ _K_ClientSessionCapabilities: Final[frozenset[str]] = frozenset(["configOptions"
 def _d_ClientSessionCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ClientSessionCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
     if (n := len(obj)) == 0:
@@ -10323,8 +10451,8 @@ _K_SessionConfigOptionsCapabilities: Final[frozenset[str]] = frozenset(["boolean
 def _d_SessionConfigOptionsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionsCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
     if (n := len(obj)) == 0:
@@ -10402,8 +10530,8 @@ _K_BooleanConfigOptionCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_BooleanConfigOptionCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> BooleanConfigOptionCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
     if (n := len(obj)) == 0:
@@ -10457,8 +10585,8 @@ _K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_
 def _d_ElicitationCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
     if (n := len(obj)) == 0:
@@ -10553,8 +10681,8 @@ _K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationFormCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
     if (n := len(obj)) == 0:
@@ -10610,8 +10738,8 @@ _K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationUrlCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
     if (n := len(obj)) == 0:
@@ -10665,15 +10793,16 @@ _K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
 def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateRequest)
-    v = obj.get("methodId", _MISSING)
+    try:
+        v = obj["methodId"]
+    except KeyError:
+        _missing(path, "methodId")
     if v.__class__ is str:
         inst.method_id = v
-    elif v is _MISSING:
-        _missing(path, "methodId")
     else:
         _fail((path, "methodId"), "string", v)
     if (n := len(obj)) == 1:
@@ -10726,8 +10855,8 @@ _K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
     if (n := len(obj)) == 0:
@@ -10779,18 +10908,22 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
-    v = obj.get("mcpServers", _MISSING)
+    try:
+        v = obj["mcpServers"]
+    except KeyError:
+        _missing(path, "mcpServers")
     if v.__class__ is list:
         try:
             p2 = (path, "mcpServers")
@@ -10802,14 +10935,15 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _McpServer_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_McpServer(x, (p2, i), ctx))
+                        d2: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _McpServer_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -10819,8 +10953,6 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.mcp_servers = items2
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "mcpServers")
     else:
         try:
             inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -10921,22 +11053,24 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
@@ -10988,25 +11122,30 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 
 
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
-    v = obj.get("headers", _MISSING)
+    try:
+        v = obj["headers"]
+    except KeyError:
+        _missing(path, "headers")
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
@@ -11022,8 +11161,6 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
             if held3:
                 _gc_release()
         inst.headers = items3
-    elif v is _MISSING:
-        _missing(path, "headers")
     else:
         inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -11083,25 +11220,30 @@ _K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "head
 
 
 def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerSse)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
-    v = obj.get("headers", _MISSING)
+    try:
+        v = obj["headers"]
+    except KeyError:
+        _missing(path, "headers")
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
@@ -11117,8 +11259,6 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
             if held3:
                 _gc_release()
         inst.headers = items3
-    elif v is _MISSING:
-        _missing(path, "headers")
     else:
         inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -11178,25 +11318,30 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args",
 
 
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("command", _MISSING)
+    try:
+        v = obj["command"]
+    except KeyError:
+        _missing(path, "command")
     if v.__class__ is str:
         inst.command = v
-    elif v is _MISSING:
-        _missing(path, "command")
     else:
         _fail((path, "command"), "string", v)
-    v = obj.get("args", _MISSING)
+    try:
+        v = obj["args"]
+    except KeyError:
+        _missing(path, "args")
     if v.__class__ is list:
         p3 = (path, "args")
         items3: list[str] = []
@@ -11205,11 +11350,12 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
             items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
             i += 1
         inst.args = items3
-    elif v is _MISSING:
-        _missing(path, "args")
     else:
         inst.args = _list_of(v, (path, "args"), ctx, _d_str)
-    v = obj.get("env", _MISSING)
+    try:
+        v = obj["env"]
+    except KeyError:
+        _missing(path, "env")
     if v.__class__ is list:
         p4 = (path, "env")
         items4: list[EnvVariable] = []
@@ -11225,8 +11371,6 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
             if held4:
                 _gc_release()
         inst.env = items4
-    elif v is _MISSING:
-        _missing(path, "env")
     else:
         inst.env = _list_of(v, (path, "env"), ctx, _d_EnvVariable)
     if (n := len(obj)) == 4:
@@ -11289,11 +11433,14 @@ _K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
-    v = obj.get("mcpServers", _MISSING)
+    try:
+        v = obj["mcpServers"]
+    except KeyError:
+        _missing(path, "mcpServers")
     if v.__class__ is list:
         try:
             p1 = (path, "mcpServers")
@@ -11305,14 +11452,15 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _McpServer_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_McpServer(x, (p1, i), ctx))
+                        d1: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _McpServer_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -11322,25 +11470,25 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             inst.mcp_servers = items1
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "mcpServers")
     else:
         try:
             inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 3:
@@ -11447,8 +11595,8 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 
 
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
     if (n := len(obj)) == 0:
@@ -11533,15 +11681,16 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 
 
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -11595,22 +11744,24 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
@@ -11661,14 +11812,15 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t4 := x.get("type")).__class__ is str
-                            and (d4 := _McpServer_TAGS.get(t4)) is not None
-                        ):
-                            items4.append(d4(x, (p4, i), ctx))
-                        else:
-                            items4.append(_d_McpServer(x, (p4, i), ctx))
+                        d4: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t4 = x["type"]
+                                if t4.__class__ is str:
+                                    d4 = _McpServer_TAGS[t4]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items4.append(d4(x, (p4, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p4, i), exc, "item dropped")
                     i += 1
@@ -11753,15 +11905,16 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 
 
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -11817,22 +11970,24 @@ _K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeI
 
 
 def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("modeId", _MISSING)
+    try:
+        v = obj["modeId"]
+    except KeyError:
+        _missing(path, "modeId")
     if v.__class__ is str:
         inst.mode_id = v
-    elif v is _MISSING:
-        _missing(path, "modeId")
     else:
         _fail((path, "modeId"), "string", v)
     if (n := len(obj)) == 2:
@@ -11888,29 +12043,32 @@ _K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("configId", _MISSING)
+    try:
+        v = obj["configId"]
+    except KeyError:
+        _missing(path, "configId")
     if v.__class__ is str:
         inst.config_id = v
-    elif v is _MISSING:
-        _missing(path, "configId")
     else:
         _fail((path, "configId"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is bool:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -11980,29 +12138,32 @@ _K_SetSessionConfigOptionRequestValueId: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestValueId(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestValueId:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestValueId)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("configId", _MISSING)
+    try:
+        v = obj["configId"]
+    except KeyError:
+        _missing(path, "configId")
     if v.__class__ is str:
         inst.config_id = v
-    elif v is _MISSING:
-        _missing(path, "configId")
     else:
         _fail((path, "configId"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj)) == 3:
@@ -12068,18 +12229,22 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 
 
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("prompt", _MISSING)
+    try:
+        v = obj["prompt"]
+    except KeyError:
+        _missing(path, "prompt")
     if v.__class__ is list:
         p2 = (path, "prompt")
         items2: list[ContentBlock] = []
@@ -12089,21 +12254,20 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         try:
             i = 0
             for x in v:
-                if (
-                    x.__class__ is dict
-                    and (t2 := x.get("type")).__class__ is str
-                    and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                ):
-                    items2.append(d2(x, (p2, i), ctx))
-                else:
-                    items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                d2: _Decodes[ContentBlock] = _d_ContentBlock
+                if x.__class__ is dict:
+                    try:
+                        t2 = x["type"]
+                        if t2.__class__ is str:
+                            d2 = _ContentBlock_TAGS[t2]
+                    except KeyError:
+                        pass  # no tag, or an unknown one: the union's decoder decides
+                items2.append(d2(x, (p2, i), ctx))
                 i += 1
         finally:
             if held2:
                 _gc_release()
         inst.prompt = items2
-    elif v is _MISSING:
-        _missing(path, "prompt")
     else:
         inst.prompt = _list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
     if (n := len(obj)) == 2:
@@ -12172,20 +12336,20 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["result"]
+    except KeyError:
         _missing(path, "result")
-    else:
-        inst.result = v
+    inst.result = v
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
     )
@@ -12217,20 +12381,20 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["error"]
+    except KeyError:
         _missing(path, "error")
-    else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
+    inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
     )
@@ -12259,8 +12423,8 @@ _K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
     if (n := len(obj)) == 0:
@@ -12308,15 +12472,16 @@ _K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 
 
 def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileResponse)
-    v = obj.get("content", _MISSING)
+    try:
+        v = obj["content"]
+    except KeyError:
+        _missing(path, "content")
     if v.__class__ is str:
         inst.content = v
-    elif v is _MISSING:
-        _missing(path, "content")
     else:
         _fail((path, "content"), "string", v)
     if (n := len(obj)) == 1:
@@ -12368,21 +12533,23 @@ _K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_me
 def _d_RequestPermissionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
-    v = obj.get("outcome", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("outcome")).__class__ is str
-        and (d1 := _RequestPermissionOutcome_TAGS.get(t1)) is not None
-    ):
-        inst.outcome = d1(v, (path, "outcome"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["outcome"]
+    except KeyError:
         _missing(path, "outcome")
-    else:
-        inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    d1: _Decodes[RequestPermissionOutcome] = _d_RequestPermissionOutcome
+    if v.__class__ is dict:
+        try:
+            t1 = v["outcome"]
+            if t1.__class__ is str:
+                d1 = _RequestPermissionOutcome_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.outcome = d1(v, (path, "outcome"), ctx)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12434,8 +12601,8 @@ _K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcom
 def _d_RequestPermissionOutcomeCancelled(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
@@ -12476,15 +12643,16 @@ _K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "opt
 def _d_SelectedPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
-    v = obj.get("optionId", _MISSING)
+    try:
+        v = obj["optionId"]
+    except KeyError:
+        _missing(path, "optionId")
     if v.__class__ is str:
         inst.option_id = v
-    elif v is _MISSING:
-        _missing(path, "optionId")
     else:
         _fail((path, "optionId"), "string", v)
     if (n := len(obj) - ("outcome" in obj)) == 1:
@@ -12539,15 +12707,16 @@ _K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_me
 
 
 def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalResponse)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 1:
@@ -12599,22 +12768,24 @@ _K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputResponse)
-    v = obj.get("output", _MISSING)
+    try:
+        v = obj["output"]
+    except KeyError:
+        _missing(path, "output")
     if v.__class__ is str:
         inst.output = v
-    elif v is _MISSING:
-        _missing(path, "output")
     else:
         _fail((path, "output"), "string", v)
-    v = obj.get("truncated", _MISSING)
+    try:
+        v = obj["truncated"]
+    except KeyError:
+        _missing(path, "truncated")
     if v.__class__ is bool:
         inst.truncated = v
-    elif v is _MISSING:
-        _missing(path, "truncated")
     else:
         _fail((path, "truncated"), "boolean", v)
     if (n := len(obj)) == 2:
@@ -12687,8 +12858,8 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 
 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
     if (n := len(obj)) == 0:
@@ -12776,8 +12947,8 @@ _K_ReleaseTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ReleaseTerminalResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ReleaseTerminalResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
     if (n := len(obj)) == 0:
@@ -12827,8 +12998,8 @@ _K_WaitForTerminalExitResponse: Final[frozenset[str]] = frozenset(["exitCode", "
 def _d_WaitForTerminalExitResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
     if (n := len(obj)) == 0:
@@ -12916,8 +13087,8 @@ _K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
     if (n := len(obj)) == 0:
@@ -12969,8 +13140,8 @@ _K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationResponseAccept(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -13049,8 +13220,8 @@ _K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action"
 def _d_CreateElicitationResponseDecline(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -13107,8 +13278,8 @@ _K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action",
 def _d_CreateElicitationResponseCancel(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -13165,8 +13336,8 @@ _K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 def _d_ElicitationAcceptAction(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
     if (n := len(obj)) == 0:
@@ -13212,15 +13383,16 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
@@ -13264,15 +13436,16 @@ _K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -13327,15 +13500,15 @@ _K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_
 def _d_CancelRequestNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CancelRequestNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestId"]
+    except KeyError:
         _missing(path, "requestId")
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET

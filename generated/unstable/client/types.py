@@ -53,6 +53,7 @@ from .serde import missing as _missing
 from .serde import new as _new
 from .serde import open_json as _open_json
 from .serde import or_none as or_none
+from .serde import plain_object as _plain_object
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -716,20 +717,21 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
@@ -777,29 +779,32 @@ _K_WriteTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_WriteTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
-    v = obj.get("content", _MISSING)
+    try:
+        v = obj["content"]
+    except KeyError:
+        _missing(path, "content")
     if v.__class__ is str:
         inst.content = v
-    elif v is _MISSING:
-        _missing(path, "content")
     else:
         _fail((path, "content"), "string", v)
     if (n := len(obj)) == 3:
@@ -857,22 +862,24 @@ _K_ReadTextFileRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ReadTextFileRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj)) == 2:
@@ -971,23 +978,27 @@ _K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
 def _d_RequestPermissionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("toolCall", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["toolCall"]
+    except KeyError:
         _missing(path, "toolCall")
-    else:
-        inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
-    v = obj.get("options", _MISSING)
+    inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
+    try:
+        v = obj["options"]
+    except KeyError:
+        _missing(path, "options")
     if v.__class__ is list:
         p3 = (path, "options")
         items3: list[PermissionOption] = []
@@ -1003,8 +1014,6 @@ def _d_RequestPermissionRequest(
             if held3:
                 _gc_release()
         inst.options = items3
-    elif v is _MISSING:
-        _missing(path, "options")
     else:
         inst.options = _list_of(v, (path, "options"), ctx, _d_PermissionOption)
     if (n := len(obj)) == 3:
@@ -1080,15 +1089,16 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
     if (n := len(obj)) == 1:
@@ -1156,14 +1166,15 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t6 := x.get("type")).__class__ is str
-                            and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
-                        ):
-                            items6.append(d6(x, (p6, i), ctx))
-                        else:
-                            items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                        d6: _Decodes[ToolCallContent] = _d_ToolCallContent
+                        if x.__class__ is dict:
+                            try:
+                                t6 = x["type"]
+                                if t6.__class__ is str:
+                                    d6 = _ToolCallContent_TAGS[t6]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items6.append(d6(x, (p6, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p6, i), exc, "item dropped")
                     i += 1
@@ -1318,8 +1329,8 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 
 
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
     if (n := len(obj)) == 0:
@@ -1448,15 +1459,16 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 
 
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -1530,22 +1542,24 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
-    v = obj.get("data", _MISSING)
+    try:
+        v = obj["data"]
+    except KeyError:
+        _missing(path, "data")
     if v.__class__ is str:
         inst.data = v
-    elif v is _MISSING:
-        _missing(path, "data")
     else:
         _fail((path, "data"), "string", v)
-    v = obj.get("mimeType", _MISSING)
+    try:
+        v = obj["mimeType"]
+    except KeyError:
+        _missing(path, "mimeType")
     if v.__class__ is str:
         inst.mime_type = v
-    elif v is _MISSING:
-        _missing(path, "mimeType")
     else:
         _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1636,22 +1650,24 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
-    v = obj.get("data", _MISSING)
+    try:
+        v = obj["data"]
+    except KeyError:
+        _missing(path, "data")
     if v.__class__ is str:
         inst.data = v
-    elif v is _MISSING:
-        _missing(path, "data")
     else:
         _fail((path, "data"), "string", v)
-    v = obj.get("mimeType", _MISSING)
+    try:
+        v = obj["mimeType"]
+    except KeyError:
+        _missing(path, "mimeType")
     if v.__class__ is str:
         inst.mime_type = v
-    elif v is _MISSING:
-        _missing(path, "mimeType")
     else:
         _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1727,22 +1743,24 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1879,22 +1897,24 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 
 
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
@@ -1966,22 +1986,24 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 
 
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
-    v = obj.get("blob", _MISSING)
+    try:
+        v = obj["blob"]
+    except KeyError:
+        _missing(path, "blob")
     if v.__class__ is str:
         inst.blob = v
-    elif v is _MISSING:
-        _missing(path, "blob")
     else:
         _fail((path, "blob"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
@@ -2053,15 +2075,15 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 
 
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
-    v = obj.get("resource", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["resource"]
+    except KeyError:
         _missing(path, "resource")
-    else:
-        inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -2131,21 +2153,23 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2194,22 +2218,24 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "path", "newText", "oldText"
 
 
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
-    v = obj.get("newText", _MISSING)
+    try:
+        v = obj["newText"]
+    except KeyError:
+        _missing(path, "newText")
     if v.__class__ is str:
         inst.new_text = v
-    elif v is _MISSING:
-        _missing(path, "newText")
     else:
         _fail((path, "newText"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -2286,15 +2312,16 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -2349,15 +2376,16 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 
 
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj)) == 1:
@@ -2436,29 +2464,32 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 
 
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
-    v = obj.get("optionId", _MISSING)
+    try:
+        v = obj["optionId"]
+    except KeyError:
+        _missing(path, "optionId")
     if v.__class__ is str:
         inst.option_id = v
-    elif v is _MISSING:
-        _missing(path, "optionId")
     else:
         _fail((path, "optionId"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("kind", _MISSING)
+    try:
+        v = obj["kind"]
+    except KeyError:
+        _missing(path, "kind")
     if v.__class__ is str and v in _PermissionOptionKind_VALUES:
         inst.kind = _PermissionOptionKind_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "kind")
     else:
         _enum_fail((path, "kind"), "PermissionOptionKind", v)
     if (n := len(obj)) == 3:
@@ -2514,22 +2545,24 @@ _K_CreateTerminalRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_CreateTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("command", _MISSING)
+    try:
+        v = obj["command"]
+    except KeyError:
+        _missing(path, "command")
     if v.__class__ is str:
         inst.command = v
-    elif v is _MISSING:
-        _missing(path, "command")
     else:
         _fail((path, "command"), "string", v)
     if (n := len(obj)) == 2:
@@ -2689,22 +2722,24 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
@@ -2756,22 +2791,24 @@ _K_TerminalOutputRequest: Final[frozenset[str]] = frozenset(["sessionId", "termi
 
 
 def _d_TerminalOutputRequest(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
@@ -2823,22 +2860,24 @@ _K_ReleaseTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "term
 
 
 def _d_ReleaseTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ReleaseTerminalRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
@@ -2894,22 +2933,24 @@ _K_WaitForTerminalExitRequest: Final[frozenset[str]] = frozenset(
 def _d_WaitForTerminalExitRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
@@ -2963,22 +3004,24 @@ _K_KillTerminalRequest: Final[frozenset[str]] = frozenset(["sessionId", "termina
 
 
 def _d_KillTerminalRequest(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 2:
@@ -3034,22 +3077,23 @@ _K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestForm(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestedSchema"]
+    except KeyError:
         _missing(path, "requestedSchema")
-    else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3151,29 +3195,32 @@ _K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestUrl(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
     n = len(obj) - ("mode" in obj)
@@ -3278,15 +3325,16 @@ _K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "too
 def _d_ElicitationSessionScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationSessionScope:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -3341,15 +3389,15 @@ _K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 def _d_ElicitationRequestScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationRequestScope:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestId"]
+    except KeyError:
         _missing(path, "requestId")
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
@@ -3379,8 +3427,8 @@ _K_ElicitationSchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
@@ -3529,22 +3577,24 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 
 
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
-    v = obj.get("const", _MISSING)
+    try:
+        v = obj["const"]
+    except KeyError:
+        _missing(path, "const")
     if v.__class__ is str:
         inst.const = v
-    elif v is _MISSING:
-        _missing(path, "const")
     else:
         _fail((path, "const"), "string", v)
-    v = obj.get("title", _MISSING)
+    try:
+        v = obj["title"]
+    except KeyError:
+        _missing(path, "title")
     if v.__class__ is str:
         inst.title = v
-    elif v is _MISSING:
-        _missing(path, "title")
     else:
         _fail((path, "title"), "string", v)
     if (n := len(obj)) == 2:
@@ -3634,8 +3684,8 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -3868,8 +3918,8 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4015,8 +4065,8 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4162,8 +4212,8 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4270,11 +4320,14 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 
 
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
-    v = obj.get("enum", _MISSING)
+    try:
+        v = obj["enum"]
+    except KeyError:
+        _missing(path, "enum")
     if v.__class__ is list:
         p1 = (path, "enum")
         items1: list[str] = []
@@ -4283,8 +4336,6 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
             items1.append(x if x.__class__ is str else _fail((p1, i), "string", x))
             i += 1
         inst.enum = items1
-    elif v is _MISSING:
-        _missing(path, "enum")
     else:
         inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -4337,11 +4388,14 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
-    v = obj.get("anyOf", _MISSING)
+    try:
+        v = obj["anyOf"]
+    except KeyError:
+        _missing(path, "anyOf")
     if v.__class__ is list:
         p1 = (path, "anyOf")
         items1: list[EnumOption] = []
@@ -4357,8 +4411,6 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
             if held1:
                 _gc_release()
         inst.any_of = items1
-    elif v is _MISSING:
-        _missing(path, "anyOf")
     else:
         inst.any_of = _list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
     if (n := len(obj)) == 1:
@@ -4414,21 +4466,23 @@ _K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_MultiSelectPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
-    v = obj.get("items", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _MultiSelectItems_TAGS.get(t1)) is not None
-    ):
-        inst.items = d1(v, (path, "items"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["items"]
+    except KeyError:
         _missing(path, "items")
-    else:
-        inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    d1: _Decodes[MultiSelectItems] = _d_MultiSelectItems
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _MultiSelectItems_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.items = d1(v, (path, "items"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -4588,15 +4642,15 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestedSchema"]
+    except KeyError:
         _missing(path, "requestedSchema")
-    else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
@@ -4665,22 +4719,24 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
     n = len(obj)
@@ -4751,15 +4807,16 @@ _K_ConnectMcpRequest: Final[frozenset[str]] = frozenset(["serverId", "_meta"])
 
 
 def _d_ConnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMcpRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConnectMcpRequest)
-    v = obj.get("serverId", _MISSING)
+    try:
+        v = obj["serverId"]
+    except KeyError:
+        _missing(path, "serverId")
     if v.__class__ is str:
         inst.server_id = v
-    elif v is _MISSING:
-        _missing(path, "serverId")
     else:
         _fail((path, "serverId"), "string", v)
     if (n := len(obj)) == 1:
@@ -4817,22 +4874,24 @@ _K_MessageMcpRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_MessageMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMcpRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MessageMcpRequest)
-    v = obj.get("connectionId", _MISSING)
+    try:
+        v = obj["connectionId"]
+    except KeyError:
+        _missing(path, "connectionId")
     if v.__class__ is str:
         inst.connection_id = v
-    elif v is _MISSING:
-        _missing(path, "connectionId")
     else:
         _fail((path, "connectionId"), "string", v)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
@@ -4912,15 +4971,16 @@ _K_DisconnectMcpRequest: Final[frozenset[str]] = frozenset(["connectionId", "_me
 
 
 def _d_DisconnectMcpRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DisconnectMcpRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisconnectMcpRequest)
-    v = obj.get("connectionId", _MISSING)
+    try:
+        v = obj["connectionId"]
+    except KeyError:
+        _missing(path, "connectionId")
     if v.__class__ is str:
         inst.connection_id = v
-    elif v is _MISSING:
-        _missing(path, "connectionId")
     else:
         _fail((path, "connectionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -4976,20 +5036,20 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["result"]
+    except KeyError:
         _missing(path, "result")
-    else:
-        inst.result = v
+    inst.result = v
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
     )
@@ -5021,20 +5081,20 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["error"]
+    except KeyError:
         _missing(path, "error")
-    else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
+    inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
     )
@@ -5065,8 +5125,8 @@ _K_PromptCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
@@ -5184,8 +5244,8 @@ _K_McpCapabilities: Final[frozenset[str]] = frozenset(["http", "sse", "acp", "_m
 
 
 def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
@@ -5294,8 +5354,8 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
     if (n := len(obj)) == 0:
@@ -5484,8 +5544,8 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["logout", "_meta"])
 
 
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
     if (n := len(obj)) == 0:
@@ -5569,8 +5629,8 @@ _K_AgentCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
@@ -5814,16 +5874,17 @@ _K_InitializeResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
-    v = obj.get("protocolVersion", _MISSING)
+    try:
+        v = obj["protocolVersion"]
+    except KeyError:
+        _missing(path, "protocolVersion")
     if v.__class__ is int:
         inst.protocol_version = v
-    elif v is _MISSING:
-        _missing(path, "protocolVersion")
     else:
         inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     if (n := len(obj)) == 1:
@@ -5886,14 +5947,15 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t3 := x.get("type")).__class__ is str
-                            and (d3 := _AuthMethod_TAGS.get(t3)) is not None
-                        ):
-                            items3.append(d3(x, (p3, i), ctx))
-                        else:
-                            items3.append(_d_AuthMethod(x, (p3, i), ctx))
+                        d3: _Decodes[AuthMethod] = _d_AuthMethod
+                        if x.__class__ is dict:
+                            try:
+                                t3 = x["type"]
+                                if t3.__class__ is str:
+                                    d3 = _AuthMethod_TAGS[t3]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items3.append(d3(x, (p3, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p3, i), exc, "item dropped")
                     i += 1
@@ -6021,8 +6083,8 @@ _K_SessionListCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionListCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionListCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionListCapabilities)
     if (n := len(obj)) == 0:
@@ -6074,8 +6136,8 @@ _K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionDeleteCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
     if (n := len(obj)) == 0:
@@ -6129,8 +6191,8 @@ _K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset([
 def _d_SessionAdditionalDirectoriesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
     if (n := len(obj)) == 0:
@@ -6191,8 +6253,8 @@ _K_SessionForkCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionForkCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionForkCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionForkCapabilities)
     if (n := len(obj)) == 0:
@@ -6250,8 +6312,8 @@ _K_SessionResumeCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionResumeCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionResumeCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionResumeCapabilities)
     if (n := len(obj)) == 0:
@@ -6305,8 +6367,8 @@ _K_SessionCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionCloseCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionCloseCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCloseCapabilities)
     if (n := len(obj)) == 0:
@@ -6356,8 +6418,8 @@ _K_LogoutCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutCapabilities)
     if (n := len(obj)) == 0:
@@ -6407,8 +6469,8 @@ _K_ProvidersCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_ProvidersCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ProvidersCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProvidersCapabilities)
     if (n := len(obj)) == 0:
@@ -6464,8 +6526,8 @@ _K_NesCapabilities: Final[frozenset[str]] = frozenset(["events", "context", "_me
 
 
 def _d_NesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesCapabilities)
     if (n := len(obj)) == 0:
@@ -6552,8 +6614,8 @@ _K_NesEventCapabilities: Final[frozenset[str]] = frozenset(["document", "_meta"]
 
 
 def _d_NesEventCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesEventCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEventCapabilities)
     if (n := len(obj)) == 0:
@@ -6628,8 +6690,8 @@ _K_NesDocumentEventCapabilities: Final[frozenset[str]] = frozenset(
 def _d_NesDocumentEventCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentEventCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentEventCapabilities)
     if (n := len(obj)) == 0:
@@ -6768,8 +6830,8 @@ _K_NesDocumentDidOpenCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDocumentDidOpenCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidOpenCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidOpenCapabilities)
     if (n := len(obj)) == 0:
@@ -6823,15 +6885,16 @@ _K_NesDocumentDidChangeCapabilities: Final[frozenset[str]] = frozenset(["syncKin
 def _d_NesDocumentDidChangeCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidChangeCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidChangeCapabilities)
-    v = obj.get("syncKind", _MISSING)
+    try:
+        v = obj["syncKind"]
+    except KeyError:
+        _missing(path, "syncKind")
     if v.__class__ is str and v in _TextDocumentSyncKind_VALUES:
         inst.sync_kind = _TextDocumentSyncKind_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "syncKind")
     else:
         _enum_fail((path, "syncKind"), "TextDocumentSyncKind", v)
     if (n := len(obj)) == 1:
@@ -6887,8 +6950,8 @@ _K_NesDocumentDidCloseCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDocumentDidCloseCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidCloseCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidCloseCapabilities)
     if (n := len(obj)) == 0:
@@ -6942,8 +7005,8 @@ _K_NesDocumentDidSaveCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDocumentDidSaveCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidSaveCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidSaveCapabilities)
     if (n := len(obj)) == 0:
@@ -6997,8 +7060,8 @@ _K_NesDocumentDidFocusCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDocumentDidFocusCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDocumentDidFocusCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDocumentDidFocusCapabilities)
     if (n := len(obj)) == 0:
@@ -7060,8 +7123,8 @@ _K_NesContextCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesContextCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesContextCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesContextCapabilities)
     if (n := len(obj)) == 0:
@@ -7216,8 +7279,8 @@ _K_NesRecentFilesCapabilities: Final[frozenset[str]] = frozenset(["maxCount", "_
 def _d_NesRecentFilesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesRecentFilesCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRecentFilesCapabilities)
     if (n := len(obj)) == 0:
@@ -7294,8 +7357,8 @@ _K_NesRelatedSnippetsCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesRelatedSnippetsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesRelatedSnippetsCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRelatedSnippetsCapabilities)
     if (n := len(obj)) == 0:
@@ -7349,8 +7412,8 @@ _K_NesEditHistoryCapabilities: Final[frozenset[str]] = frozenset(["maxCount", "_
 def _d_NesEditHistoryCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesEditHistoryCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditHistoryCapabilities)
     if (n := len(obj)) == 0:
@@ -7427,8 +7490,8 @@ _K_NesUserActionsCapabilities: Final[frozenset[str]] = frozenset(["maxCount", "_
 def _d_NesUserActionsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesUserActionsCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesUserActionsCapabilities)
     if (n := len(obj)) == 0:
@@ -7505,8 +7568,8 @@ _K_NesOpenFilesCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesOpenFilesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesOpenFilesCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesOpenFilesCapabilities)
     if (n := len(obj)) == 0:
@@ -7558,8 +7621,8 @@ _K_NesDiagnosticsCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesDiagnosticsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesDiagnosticsCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDiagnosticsCapabilities)
     if (n := len(obj)) == 0:
@@ -7613,22 +7676,24 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -7750,22 +7815,24 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(["id", "name", "descriptio
 
 
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
@@ -7839,22 +7906,24 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 
 
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("version", _MISSING)
+    try:
+        v = obj["version"]
+    except KeyError:
+        _missing(path, "version")
     if v.__class__ is str:
         inst.version = v
-    elif v is _MISSING:
-        _missing(path, "version")
     else:
         _fail((path, "version"), "string", v)
     if (n := len(obj)) == 2:
@@ -7933,8 +8002,8 @@ _K_AuthenticateResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_AuthenticateResponse(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateResponse)
     if (n := len(obj)) == 0:
@@ -7982,11 +8051,14 @@ _K_ListProvidersResponse: Final[frozenset[str]] = frozenset(["providers", "_meta
 
 
 def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListProvidersResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersResponse)
-    v = obj.get("providers", _MISSING)
+    try:
+        v = obj["providers"]
+    except KeyError:
+        _missing(path, "providers")
     if v.__class__ is list:
         p1 = (path, "providers")
         items1: list[ProviderInfo] = []
@@ -8002,8 +8074,6 @@ def _d_ListProvidersResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListP
             if held1:
                 _gc_release()
         inst.providers = items1
-    elif v is _MISSING:
-        _missing(path, "providers")
     else:
         inst.providers = _list_of(v, (path, "providers"), ctx, _d_ProviderInfo)
     if (n := len(obj)) == 1:
@@ -8061,18 +8131,22 @@ _K_ProviderInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProviderInfo)
-    v = obj.get("providerId", _MISSING)
+    try:
+        v = obj["providerId"]
+    except KeyError:
+        _missing(path, "providerId")
     if v.__class__ is str:
         inst.provider_id = v
-    elif v is _MISSING:
-        _missing(path, "providerId")
     else:
         _fail((path, "providerId"), "string", v)
-    v = obj.get("supported", _MISSING)
+    try:
+        v = obj["supported"]
+    except KeyError:
+        _missing(path, "supported")
     if v.__class__ is list:
         try:
             p2 = (path, "supported")
@@ -8087,8 +8161,6 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
             inst.supported = items2
         except DecodeError as exc:
             inst.supported = _tolerated(ctx, (path, "supported"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "supported")
     else:
         try:
             inst.supported = _skip_invalid(
@@ -8099,11 +8171,12 @@ def _d_ProviderInfo(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderInfo:
             )
         except DecodeError as exc:
             inst.supported = _tolerated(ctx, (path, "supported"), exc, [])
-    v = obj.get("required", _MISSING)
+    try:
+        v = obj["required"]
+    except KeyError:
+        _missing(path, "required")
     if v.__class__ is bool:
         inst.required = v
-    elif v is _MISSING:
-        _missing(path, "required")
     else:
         _fail((path, "required"), "boolean", v)
     if (n := len(obj)) == 3:
@@ -8187,22 +8260,24 @@ _K_ProviderCurrentConfig: Final[frozenset[str]] = frozenset(["apiType", "baseUrl
 
 
 def _d_ProviderCurrentConfig(obj: Any, path: PathT, ctx: DecodeContext) -> ProviderCurrentConfig:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProviderCurrentConfig)
-    v = obj.get("apiType", _MISSING)
+    try:
+        v = obj["apiType"]
+    except KeyError:
+        _missing(path, "apiType")
     if v.__class__ is str:
         inst.api_type = v
-    elif v is _MISSING:
-        _missing(path, "apiType")
     else:
         _fail((path, "apiType"), "string", v)
-    v = obj.get("baseUrl", _MISSING)
+    try:
+        v = obj["baseUrl"]
+    except KeyError:
+        _missing(path, "baseUrl")
     if v.__class__ is str:
         inst.base_url = v
-    elif v is _MISSING:
-        _missing(path, "baseUrl")
     else:
         _fail((path, "baseUrl"), "string", v)
     if (n := len(obj)) == 2:
@@ -8260,8 +8335,8 @@ _K_SetProviderResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SetProviderResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetProviderResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetProviderResponse)
     if (n := len(obj)) == 0:
@@ -8317,8 +8392,8 @@ _K_DisableProviderResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_DisableProviderResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DisableProviderResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisableProviderResponse)
     if (n := len(obj)) == 0:
@@ -8372,8 +8447,8 @@ _K_LogoutResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutResponse)
     if (n := len(obj)) == 0:
@@ -8423,15 +8498,16 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -8464,14 +8540,15 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t3 := x.get("type")).__class__ is str
-                            and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
-                        ):
-                            items3.append(d3(x, (p3, i), ctx))
-                        else:
-                            items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                        d3: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t3 = x["type"]
+                                if t3.__class__ is str:
+                                    d3 = _SessionConfigOption_TAGS[t3]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items3.append(d3(x, (p3, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p3, i), exc, "item dropped")
                     i += 1
@@ -8555,18 +8632,22 @@ _K_SessionModeState: Final[frozenset[str]] = frozenset(["currentModeId", "availa
 
 
 def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionModeState:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionModeState)
-    v = obj.get("currentModeId", _MISSING)
+    try:
+        v = obj["currentModeId"]
+    except KeyError:
+        _missing(path, "currentModeId")
     if v.__class__ is str:
         inst.current_mode_id = v
-    elif v is _MISSING:
-        _missing(path, "currentModeId")
     else:
         _fail((path, "currentModeId"), "string", v)
-    v = obj.get("availableModes", _MISSING)
+    try:
+        v = obj["availableModes"]
+    except KeyError:
+        _missing(path, "availableModes")
     if v.__class__ is list:
         try:
             p2 = (path, "availableModes")
@@ -8588,8 +8669,6 @@ def _d_SessionModeState(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMod
             inst.available_modes = items2
         except DecodeError as exc:
             inst.available_modes = _tolerated(ctx, (path, "availableModes"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "availableModes")
     else:
         try:
             inst.available_modes = _skip_invalid(v, (path, "availableModes"), ctx, _d_SessionMode)
@@ -8647,22 +8726,24 @@ _K_SessionMode: Final[frozenset[str]] = frozenset(["id", "name", "description", 
 
 
 def _d_SessionMode(obj: Any, path: PathT, ctx: DecodeContext) -> SessionMode:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionMode)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
@@ -8740,36 +8821,39 @@ _K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionSelect(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is str:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["options"]
+    except KeyError:
         _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     if (n := len(obj) - ("type" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -8871,29 +8955,32 @@ _K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is bool:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -8996,22 +9083,24 @@ _K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectOption(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
@@ -9089,25 +9178,30 @@ _K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectGroup(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
-    v = obj.get("group", _MISSING)
+    try:
+        v = obj["group"]
+    except KeyError:
+        _missing(path, "group")
     if v.__class__ is str:
         inst.group = v
-    elif v is _MISSING:
-        _missing(path, "group")
     else:
         _fail((path, "group"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("options", _MISSING)
+    try:
+        v = obj["options"]
+    except KeyError:
+        _missing(path, "options")
     if v.__class__ is list:
         try:
             p3 = (path, "options")
@@ -9129,8 +9223,6 @@ def _d_SessionConfigSelectGroup(
             inst.options = items3
         except DecodeError as exc:
             inst.options = _tolerated(ctx, (path, "options"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "options")
     else:
         try:
             inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
@@ -9191,22 +9283,23 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 
 
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is str:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["options"]
+    except KeyError:
         _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     )
@@ -9238,15 +9331,16 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is bool:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
     inst.extra = (
@@ -9275,8 +9369,8 @@ _K_LoadSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOptio
 
 
 def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionResponse)
     if (n := len(obj)) == 0:
@@ -9309,14 +9403,15 @@ def _d_LoadSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSes
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                        d2: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _SessionConfigOption_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -9393,11 +9488,14 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 
 
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
-    v = obj.get("sessions", _MISSING)
+    try:
+        v = obj["sessions"]
+    except KeyError:
+        _missing(path, "sessions")
     if v.__class__ is list:
         try:
             p1 = (path, "sessions")
@@ -9419,8 +9517,6 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = items1
         except DecodeError as exc:
             inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "sessions")
     else:
         try:
             inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
@@ -9496,22 +9592,24 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
@@ -9636,8 +9734,8 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
     if (n := len(obj)) == 0:
@@ -9687,15 +9785,16 @@ _K_ForkSessionResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ForkSessionResponse)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -9728,14 +9827,15 @@ def _d_ForkSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSes
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t3 := x.get("type")).__class__ is str
-                            and (d3 := _SessionConfigOption_TAGS.get(t3)) is not None
-                        ):
-                            items3.append(d3(x, (p3, i), ctx))
-                        else:
-                            items3.append(_d_SessionConfigOption(x, (p3, i), ctx))
+                        d3: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t3 = x["type"]
+                                if t3.__class__ is str:
+                                    d3 = _SessionConfigOption_TAGS[t3]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items3.append(d3(x, (p3, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p3, i), exc, "item dropped")
                     i += 1
@@ -9820,8 +9920,8 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["modes", "configOpt
 
 
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
     if (n := len(obj)) == 0:
@@ -9854,14 +9954,15 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                        d2: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _SessionConfigOption_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -9938,8 +10039,8 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
     if (n := len(obj)) == 0:
@@ -9987,8 +10088,8 @@ _K_SetSessionModeResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_SetSessionModeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeResponse)
     if (n := len(obj)) == 0:
@@ -10038,11 +10139,14 @@ _K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOpt
 def _d_SetSessionConfigOptionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
-    v = obj.get("configOptions", _MISSING)
+    try:
+        v = obj["configOptions"]
+    except KeyError:
+        _missing(path, "configOptions")
     if v.__class__ is list:
         try:
             p1 = (path, "configOptions")
@@ -10054,14 +10158,15 @@ def _d_SetSessionConfigOptionResponse(
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                        d1: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _SessionConfigOption_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -10071,8 +10176,6 @@ def _d_SetSessionConfigOptionResponse(
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "configOptions")
     else:
         try:
             inst.config_options = _skip_invalid(
@@ -10129,15 +10232,16 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["stopReason", "usage", "_m
 
 
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
-    v = obj.get("stopReason", _MISSING)
+    try:
+        v = obj["stopReason"]
+    except KeyError:
+        _missing(path, "stopReason")
     if v.__class__ is str and v in _StopReason_VALUES:
         inst.stop_reason = _StopReason_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "stopReason")
     else:
         _enum_fail((path, "stopReason"), "StopReason", v)
     if (n := len(obj)) == 1:
@@ -10225,29 +10329,32 @@ _K_Usage: Final[frozenset[str]] = frozenset(
 
 
 def _d_Usage(obj: Any, path: PathT, ctx: DecodeContext) -> Usage:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Usage)
-    v = obj.get("totalTokens", _MISSING)
+    try:
+        v = obj["totalTokens"]
+    except KeyError:
+        _missing(path, "totalTokens")
     if v.__class__ is int:
         inst.total_tokens = v
-    elif v is _MISSING:
-        _missing(path, "totalTokens")
     else:
         inst.total_tokens = _as_int(v, (path, "totalTokens"))
-    v = obj.get("inputTokens", _MISSING)
+    try:
+        v = obj["inputTokens"]
+    except KeyError:
+        _missing(path, "inputTokens")
     if v.__class__ is int:
         inst.input_tokens = v
-    elif v is _MISSING:
-        _missing(path, "inputTokens")
     else:
         inst.input_tokens = _as_int(v, (path, "inputTokens"))
-    v = obj.get("outputTokens", _MISSING)
+    try:
+        v = obj["outputTokens"]
+    except KeyError:
+        _missing(path, "outputTokens")
     if v.__class__ is int:
         inst.output_tokens = v
-    elif v is _MISSING:
-        _missing(path, "outputTokens")
     else:
         inst.output_tokens = _as_int(v, (path, "outputTokens"))
     if (n := len(obj)) == 3:
@@ -10370,15 +10477,16 @@ _K_StartNesResponse: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_StartNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StartNesResponse)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -10430,11 +10538,14 @@ _K_SuggestNesResponse: Final[frozenset[str]] = frozenset(["suggestions", "_meta"
 
 
 def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNesResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SuggestNesResponse)
-    v = obj.get("suggestions", _MISSING)
+    try:
+        v = obj["suggestions"]
+    except KeyError:
+        _missing(path, "suggestions")
     if v.__class__ is list:
         p1 = (path, "suggestions")
         items1: list[NesSuggestion] = []
@@ -10444,21 +10555,20 @@ def _d_SuggestNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestN
         try:
             i = 0
             for x in v:
-                if (
-                    x.__class__ is dict
-                    and (t1 := x.get("kind")).__class__ is str
-                    and (d1 := _NesSuggestion_TAGS.get(t1)) is not None
-                ):
-                    items1.append(d1(x, (p1, i), ctx))
-                else:
-                    items1.append(_d_NesSuggestion(x, (p1, i), ctx))
+                d1: _Decodes[NesSuggestion] = _d_NesSuggestion
+                if x.__class__ is dict:
+                    try:
+                        t1 = x["kind"]
+                        if t1.__class__ is str:
+                            d1 = _NesSuggestion_TAGS[t1]
+                    except KeyError:
+                        pass  # no tag, or an unknown one: the union's decoder decides
+                items1.append(d1(x, (p1, i), ctx))
                 i += 1
         finally:
             if held1:
                 _gc_release()
         inst.suggestions = items1
-    elif v is _MISSING:
-        _missing(path, "suggestions")
     else:
         inst.suggestions = _list_of(v, (path, "suggestions"), ctx, _d_NesSuggestion)
     if (n := len(obj)) == 1:
@@ -10510,20 +10620,21 @@ _K_NesTextEdit: Final[frozenset[str]] = frozenset(["range", "newText", "_meta"])
 
 
 def _d_NesTextEdit(obj: Any, path: PathT, ctx: DecodeContext) -> NesTextEdit:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesTextEdit)
-    v = obj.get("range", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["range"]
+    except KeyError:
         _missing(path, "range")
-    else:
-        inst.range = _d_Range(v, (path, "range"), ctx)
-    v = obj.get("newText", _MISSING)
+    inst.range = _d_Range(v, (path, "range"), ctx)
+    try:
+        v = obj["newText"]
+    except KeyError:
+        _missing(path, "newText")
     if v.__class__ is str:
         inst.new_text = v
-    elif v is _MISSING:
-        _missing(path, "newText")
     else:
         _fail((path, "newText"), "string", v)
     if (n := len(obj)) == 2:
@@ -10577,20 +10688,20 @@ _K_Range: Final[frozenset[str]] = frozenset(["start", "end", "_meta"])
 
 
 def _d_Range(obj: Any, path: PathT, ctx: DecodeContext) -> Range:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Range)
-    v = obj.get("start", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["start"]
+    except KeyError:
         _missing(path, "start")
-    else:
-        inst.start = _d_Position(v, (path, "start"), ctx)
-    v = obj.get("end", _MISSING)
-    if v is _MISSING:
+    inst.start = _d_Position(v, (path, "start"), ctx)
+    try:
+        v = obj["end"]
+    except KeyError:
         _missing(path, "end")
-    else:
-        inst.end = _d_Position(v, (path, "end"), ctx)
+    inst.end = _d_Position(v, (path, "end"), ctx)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10642,22 +10753,24 @@ _K_Position: Final[frozenset[str]] = frozenset(["line", "character", "_meta"])
 
 
 def _d_Position(obj: Any, path: PathT, ctx: DecodeContext) -> Position:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Position)
-    v = obj.get("line", _MISSING)
+    try:
+        v = obj["line"]
+    except KeyError:
+        _missing(path, "line")
     if v.__class__ is int:
         inst.line = v
-    elif v is _MISSING:
-        _missing(path, "line")
     else:
         inst.line = _as_int(v, (path, "line"))
-    v = obj.get("character", _MISSING)
+    try:
+        v = obj["character"]
+    except KeyError:
+        _missing(path, "character")
     if v.__class__ is int:
         inst.character = v
-    elif v is _MISSING:
-        _missing(path, "character")
     else:
         inst.character = _as_int(v, (path, "character"))
     if (n := len(obj)) == 2:
@@ -10715,25 +10828,30 @@ _K_NesEditSuggestion: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSuggestion:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditSuggestion)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("edits", _MISSING)
+    try:
+        v = obj["edits"]
+    except KeyError:
+        _missing(path, "edits")
     if v.__class__ is list:
         p3 = (path, "edits")
         items3: list[NesTextEdit] = []
@@ -10749,8 +10867,6 @@ def _d_NesEditSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditSu
             if held3:
                 _gc_release()
         inst.edits = items3
-    elif v is _MISSING:
-        _missing(path, "edits")
     else:
         inst.edits = _list_of(v, (path, "edits"), ctx, _d_NesTextEdit)
     if (n := len(obj) - ("kind" in obj)) == 3:
@@ -10833,29 +10949,31 @@ _K_NesJumpSuggestion: Final[frozenset[str]] = frozenset(["kind", "id", "uri", "p
 
 
 def _d_NesJumpSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpSuggestion:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesJumpSuggestion)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("position", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["position"]
+    except KeyError:
         _missing(path, "position")
-    else:
-        inst.position = _d_Position(v, (path, "position"), ctx)
+    inst.position = _d_Position(v, (path, "position"), ctx)
     if (n := len(obj) - ("kind" in obj)) == 3:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -10917,34 +11035,37 @@ _K_NesRenameSuggestion: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesRenameSuggestion(obj: Any, path: PathT, ctx: DecodeContext) -> NesRenameSuggestion:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRenameSuggestion)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("position", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["position"]
+    except KeyError:
         _missing(path, "position")
-    else:
-        inst.position = _d_Position(v, (path, "position"), ctx)
-    v = obj.get("newName", _MISSING)
+    inst.position = _d_Position(v, (path, "position"), ctx)
+    try:
+        v = obj["newName"]
+    except KeyError:
+        _missing(path, "newName")
     if v.__class__ is str:
         inst.new_name = v
-    elif v is _MISSING:
-        _missing(path, "newName")
     else:
         _fail((path, "newName"), "string", v)
     if (n := len(obj) - ("kind" in obj)) == 4:
@@ -11013,36 +11134,40 @@ _K_NesSearchAndReplaceSuggestion: Final[frozenset[str]] = frozenset(
 def _d_NesSearchAndReplaceSuggestion(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesSearchAndReplaceSuggestion:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSearchAndReplaceSuggestion)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("search", _MISSING)
+    try:
+        v = obj["search"]
+    except KeyError:
+        _missing(path, "search")
     if v.__class__ is str:
         inst.search = v
-    elif v is _MISSING:
-        _missing(path, "search")
     else:
         _fail((path, "search"), "string", v)
-    v = obj.get("replace", _MISSING)
+    try:
+        v = obj["replace"]
+    except KeyError:
+        _missing(path, "replace")
     if v.__class__ is str:
         inst.replace = v
-    elif v is _MISSING:
-        _missing(path, "replace")
     else:
         _fail((path, "replace"), "string", v)
     if (n := len(obj) - ("kind" in obj)) == 4:
@@ -11131,8 +11256,8 @@ _K_CloseNesResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseNesResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseNesResponse)
     if (n := len(obj)) == 0:
@@ -11182,22 +11307,24 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
-    v = obj.get("code", _MISSING)
+    try:
+        v = obj["code"]
+    except KeyError:
+        _missing(path, "code")
     if v.__class__ is int:
         inst.code = v
-    elif v is _MISSING:
-        _missing(path, "code")
     else:
         _fail((path, "code"), "integer", v)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
     if (n := len(obj)) == 2:
@@ -11250,15 +11377,16 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
@@ -11302,28 +11430,31 @@ _K_SessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "update"
 
 
 def _d_SessionNotification(obj: Any, path: PathT, ctx: DecodeContext) -> SessionNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("update", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("sessionUpdate")).__class__ is str
-        and (d2 := _SessionUpdate_TAGS.get(t2)) is not None
-    ):
-        inst.update = d2(v, (path, "update"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["update"]
+    except KeyError:
         _missing(path, "update")
-    else:
-        inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    d2: _Decodes[SessionUpdate] = _d_SessionUpdate
+    if v.__class__ is dict:
+        try:
+            t2 = v["sessionUpdate"]
+            if t2.__class__ is str:
+                d2 = _SessionUpdate_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.update = d2(v, (path, "update"), ctx)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -11382,21 +11513,23 @@ _K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateUserMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
@@ -11476,21 +11609,23 @@ _K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
@@ -11570,21 +11705,23 @@ _K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentThoughtChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
@@ -11676,15 +11813,16 @@ _K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateToolCallUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -11752,14 +11890,15 @@ def _d_SessionUpdateToolCallUpdate(
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t6 := x.get("type")).__class__ is str
-                            and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
-                        ):
-                            items6.append(d6(x, (p6, i), ctx))
-                        else:
-                            items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                        d6: _Decodes[ToolCallContent] = _d_ToolCallContent
+                        if x.__class__ is dict:
+                            try:
+                                t6 = x["type"]
+                                if t6.__class__ is str:
+                                    d6 = _ToolCallContent_TAGS[t6]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items6.append(d6(x, (p6, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p6, i), exc, "item dropped")
                     i += 1
@@ -11914,21 +12053,23 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["content", "messageId", "_me
 
 
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.message_id = UNSET
@@ -12013,22 +12154,24 @@ _K_ToolCall: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCall)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
-    v = obj.get("title", _MISSING)
+    try:
+        v = obj["title"]
+    except KeyError:
+        _missing(path, "title")
     if v.__class__ is str:
         inst.title = v
-    elif v is _MISSING:
-        _missing(path, "title")
     else:
         _fail((path, "title"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -12081,14 +12224,15 @@ def _d_ToolCall(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCall:
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t6 := x.get("type")).__class__ is str
-                            and (d6 := _ToolCallContent_TAGS.get(t6)) is not None
-                        ):
-                            items6.append(d6(x, (p6, i), ctx))
-                        else:
-                            items6.append(_d_ToolCallContent(x, (p6, i), ctx))
+                        d6: _Decodes[ToolCallContent] = _d_ToolCallContent
+                        if x.__class__ is dict:
+                            try:
+                                t6 = x["type"]
+                                if t6.__class__ is str:
+                                    d6 = _ToolCallContent_TAGS[t6]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items6.append(d6(x, (p6, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p6, i), exc, "item dropped")
                     i += 1
@@ -12244,29 +12388,32 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 
 
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
-    v = obj.get("content", _MISSING)
+    try:
+        v = obj["content"]
+    except KeyError:
+        _missing(path, "content")
     if v.__class__ is str:
         inst.content = v
-    elif v is _MISSING:
-        _missing(path, "content")
     else:
         _fail((path, "content"), "string", v)
-    v = obj.get("priority", _MISSING)
+    try:
+        v = obj["priority"]
+    except KeyError:
+        _missing(path, "priority")
     if v.__class__ is str and v in _PlanEntryPriority_VALUES:
         inst.priority = _PlanEntryPriority_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "priority")
     else:
         _enum_fail((path, "priority"), "PlanEntryPriority", v)
-    v = obj.get("status", _MISSING)
+    try:
+        v = obj["status"]
+    except KeyError:
+        _missing(path, "status")
     if v.__class__ is str and v in _PlanEntryStatus_VALUES:
         inst.status = _PlanEntryStatus_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "status")
     else:
         _enum_fail((path, "status"), "PlanEntryStatus", v)
     if (n := len(obj)) == 3:
@@ -12326,11 +12473,14 @@ _K_Plan: Final[frozenset[str]] = frozenset(["sessionUpdate", "entries", "_meta"]
 
 
 def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Plan)
-    v = obj.get("entries", _MISSING)
+    try:
+        v = obj["entries"]
+    except KeyError:
+        _missing(path, "entries")
     if v.__class__ is list:
         try:
             p1 = (path, "entries")
@@ -12352,8 +12502,6 @@ def _d_Plan(obj: Any, path: PathT, ctx: DecodeContext) -> Plan:
             inst.entries = items1
         except DecodeError as exc:
             inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "entries")
     else:
         try:
             inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
@@ -12416,18 +12564,22 @@ _K_PlanItems: Final[frozenset[str]] = frozenset(["type", "planId", "entries", "_
 
 
 def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanItems)
-    v = obj.get("planId", _MISSING)
+    try:
+        v = obj["planId"]
+    except KeyError:
+        _missing(path, "planId")
     if v.__class__ is str:
         inst.plan_id = v
-    elif v is _MISSING:
-        _missing(path, "planId")
     else:
         _fail((path, "planId"), "string", v)
-    v = obj.get("entries", _MISSING)
+    try:
+        v = obj["entries"]
+    except KeyError:
+        _missing(path, "entries")
     if v.__class__ is list:
         try:
             p2 = (path, "entries")
@@ -12449,8 +12601,6 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
             inst.entries = items2
         except DecodeError as exc:
             inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "entries")
     else:
         try:
             inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
@@ -12519,22 +12669,24 @@ _K_PlanFile: Final[frozenset[str]] = frozenset(["type", "planId", "uri", "_meta"
 
 
 def _d_PlanFile(obj: Any, path: PathT, ctx: DecodeContext) -> PlanFile:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanFile)
-    v = obj.get("planId", _MISSING)
+    try:
+        v = obj["planId"]
+    except KeyError:
+        _missing(path, "planId")
     if v.__class__ is str:
         inst.plan_id = v
-    elif v is _MISSING:
-        _missing(path, "planId")
     else:
         _fail((path, "planId"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -12593,22 +12745,24 @@ _K_PlanMarkdown: Final[frozenset[str]] = frozenset(["type", "planId", "content",
 
 
 def _d_PlanMarkdown(obj: Any, path: PathT, ctx: DecodeContext) -> PlanMarkdown:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanMarkdown)
-    v = obj.get("planId", _MISSING)
+    try:
+        v = obj["planId"]
+    except KeyError:
+        _missing(path, "planId")
     if v.__class__ is str:
         inst.plan_id = v
-    elif v is _MISSING:
-        _missing(path, "planId")
     else:
         _fail((path, "planId"), "string", v)
-    v = obj.get("content", _MISSING)
+    try:
+        v = obj["content"]
+    except KeyError:
+        _missing(path, "content")
     if v.__class__ is str:
         inst.content = v
-    elif v is _MISSING:
-        _missing(path, "content")
     else:
         _fail((path, "content"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -12667,21 +12821,23 @@ _K_PlanUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "plan", "_met
 
 
 def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanUpdate)
-    v = obj.get("plan", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _PlanUpdateContent_TAGS.get(t1)) is not None
-    ):
-        inst.plan = d1(v, (path, "plan"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["plan"]
+    except KeyError:
         _missing(path, "plan")
-    else:
-        inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
+    d1: _Decodes[PlanUpdateContent] = _d_PlanUpdateContent
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _PlanUpdateContent_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.plan = d1(v, (path, "plan"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12736,15 +12892,16 @@ _K_PlanRemoved: Final[frozenset[str]] = frozenset(["sessionUpdate", "planId", "_
 
 
 def _d_PlanRemoved(obj: Any, path: PathT, ctx: DecodeContext) -> PlanRemoved:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanRemoved)
-    v = obj.get("planId", _MISSING)
+    try:
+        v = obj["planId"]
+    except KeyError:
+        _missing(path, "planId")
     if v.__class__ is str:
         inst.plan_id = v
-    elif v is _MISSING:
-        _missing(path, "planId")
     else:
         _fail((path, "planId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -12801,22 +12958,24 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 
 
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
+    try:
+        v = obj["description"]
+    except KeyError:
+        _missing(path, "description")
     if v.__class__ is str:
         inst.description = v
-    elif v is _MISSING:
-        _missing(path, "description")
     else:
         _fail((path, "description"), "string", v)
     if (n := len(obj)) == 2:
@@ -12891,15 +13050,16 @@ _K_UnstructuredCommandInput: Final[frozenset[str]] = frozenset(["hint", "_meta"]
 def _d_UnstructuredCommandInput(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> UnstructuredCommandInput:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UnstructuredCommandInput)
-    v = obj.get("hint", _MISSING)
+    try:
+        v = obj["hint"]
+    except KeyError:
+        _missing(path, "hint")
     if v.__class__ is str:
         inst.hint = v
-    elif v is _MISSING:
-        _missing(path, "hint")
     else:
         _fail((path, "hint"), "string", v)
     if (n := len(obj)) == 1:
@@ -12953,11 +13113,14 @@ _K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
 def _d_AvailableCommandsUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
-    v = obj.get("availableCommands", _MISSING)
+    try:
+        v = obj["availableCommands"]
+    except KeyError:
+        _missing(path, "availableCommands")
     if v.__class__ is list:
         try:
             p1 = (path, "availableCommands")
@@ -12979,8 +13142,6 @@ def _d_AvailableCommandsUpdate(
             inst.available_commands = items1
         except DecodeError as exc:
             inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "availableCommands")
     else:
         try:
             inst.available_commands = _skip_invalid(
@@ -13041,15 +13202,16 @@ _K_CurrentModeUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "curre
 
 
 def _d_CurrentModeUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CurrentModeUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CurrentModeUpdate)
-    v = obj.get("currentModeId", _MISSING)
+    try:
+        v = obj["currentModeId"]
+    except KeyError:
+        _missing(path, "currentModeId")
     if v.__class__ is str:
         inst.current_mode_id = v
-    elif v is _MISSING:
-        _missing(path, "currentModeId")
     else:
         _fail((path, "currentModeId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -13109,11 +13271,14 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
-    v = obj.get("configOptions", _MISSING)
+    try:
+        v = obj["configOptions"]
+    except KeyError:
+        _missing(path, "configOptions")
     if v.__class__ is list:
         try:
             p1 = (path, "configOptions")
@@ -13125,14 +13290,15 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                        d1: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _SessionConfigOption_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -13142,8 +13308,6 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "configOptions")
     else:
         try:
             inst.config_options = _skip_invalid(
@@ -13206,8 +13370,8 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
@@ -13296,22 +13460,24 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
-    v = obj.get("amount", _MISSING)
+    try:
+        v = obj["amount"]
+    except KeyError:
+        _missing(path, "amount")
     if v.__class__ is float:
         inst.amount = v
-    elif v is _MISSING:
-        _missing(path, "amount")
     else:
         inst.amount = _as_float(v, (path, "amount"))
-    v = obj.get("currency", _MISSING)
+    try:
+        v = obj["currency"]
+    except KeyError:
+        _missing(path, "currency")
     if v.__class__ is str:
         inst.currency = v
-    elif v is _MISSING:
-        _missing(path, "currency")
     else:
         _fail((path, "currency"), "string", v)
     if (n := len(obj)) == 2:
@@ -13365,22 +13531,24 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
-    v = obj.get("used", _MISSING)
+    try:
+        v = obj["used"]
+    except KeyError:
+        _missing(path, "used")
     if v.__class__ is int:
         inst.used = v
-    elif v is _MISSING:
-        _missing(path, "used")
     else:
         inst.used = _as_int(v, (path, "used"))
-    v = obj.get("size", _MISSING)
+    try:
+        v = obj["size"]
+    except KeyError:
+        _missing(path, "size")
     if v.__class__ is int:
         inst.size = v
-    elif v is _MISSING:
-        _missing(path, "size")
     else:
         inst.size = _as_int(v, (path, "size"))
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -13456,22 +13624,24 @@ _K_CompactionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionUpdate)
-    v = obj.get("compactionId", _MISSING)
+    try:
+        v = obj["compactionId"]
+    except KeyError:
+        _missing(path, "compactionId")
     if v.__class__ is str:
         inst.compaction_id = v
-    elif v is _MISSING:
-        _missing(path, "compactionId")
     else:
         _fail((path, "compactionId"), "string", v)
-    v = obj.get("status", _MISSING)
+    try:
+        v = obj["status"]
+    except KeyError:
+        _missing(path, "status")
     if v.__class__ is str:
         inst.status = v
-    elif v is _MISSING:
-        _missing(path, "status")
     else:
         _fail((path, "status"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -13493,14 +13663,15 @@ def _d_CompactionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> Compaction
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t3 := x.get("type")).__class__ is str
-                            and (d3 := _ContentBlock_TAGS.get(t3)) is not None
-                        ):
-                            items3.append(d3(x, (p3, i), ctx))
-                        else:
-                            items3.append(_d_ContentBlock(x, (p3, i), ctx))
+                        d3: _Decodes[ContentBlock] = _d_ContentBlock
+                        if x.__class__ is dict:
+                            try:
+                                t3 = x["type"]
+                                if t3.__class__ is str:
+                                    d3 = _ContentBlock_TAGS[t3]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items3.append(d3(x, (p3, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p3, i), exc, "item dropped")
                     i += 1
@@ -13606,28 +13777,31 @@ _K_CompactionSummaryChunk: Final[frozenset[str]] = frozenset(
 
 
 def _d_CompactionSummaryChunk(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionSummaryChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionSummaryChunk)
-    v = obj.get("compactionId", _MISSING)
+    try:
+        v = obj["compactionId"]
+    except KeyError:
+        _missing(path, "compactionId")
     if v.__class__ is str:
         inst.compaction_id = v
-    elif v is _MISSING:
-        _missing(path, "compactionId")
     else:
         _fail((path, "compactionId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("type")).__class__ is str
-        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-    ):
-        inst.content = d2(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d2: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t2 = v["type"]
+            if t2.__class__ is str:
+                d2 = _ContentBlock_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d2(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -13691,15 +13865,16 @@ _K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitat
 def _d_CompleteElicitationNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
     if (n := len(obj)) == 1:
@@ -13755,22 +13930,24 @@ _K_MessageMcpNotification: Final[frozenset[str]] = frozenset(
 
 
 def _d_MessageMcpNotification(obj: Any, path: PathT, ctx: DecodeContext) -> MessageMcpNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MessageMcpNotification)
-    v = obj.get("connectionId", _MISSING)
+    try:
+        v = obj["connectionId"]
+    except KeyError:
+        _missing(path, "connectionId")
     if v.__class__ is str:
         inst.connection_id = v
-    elif v is _MISSING:
-        _missing(path, "connectionId")
     else:
         _fail((path, "connectionId"), "string", v)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
@@ -13853,20 +14030,21 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
@@ -13914,8 +14092,8 @@ _K_FileSystemCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_FileSystemCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> FileSystemCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(FileSystemCapabilities)
@@ -14007,8 +14185,8 @@ _K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
 def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
@@ -14103,8 +14281,8 @@ _K_ClientCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
@@ -14360,16 +14538,17 @@ _K_InitializeRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
-    v = obj.get("protocolVersion", _MISSING)
+    try:
+        v = obj["protocolVersion"]
+    except KeyError:
+        _missing(path, "protocolVersion")
     if v.__class__ is int:
         inst.protocol_version = v
-    elif v is _MISSING:
-        _missing(path, "protocolVersion")
     else:
         inst.protocol_version = _as_int(v, (path, "protocolVersion"))
     if (n := len(obj)) == 1:
@@ -14503,8 +14682,8 @@ _K_ClientSessionCapabilities: Final[frozenset[str]] = frozenset(
 def _d_ClientSessionCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ClientSessionCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientSessionCapabilities)
     if (n := len(obj)) == 0:
@@ -14601,8 +14780,8 @@ _K_CompactionCapabilities: Final[frozenset[str]] = frozenset([])
 
 
 def _d_CompactionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> CompactionCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompactionCapabilities)
     inst.extra = (
@@ -14637,8 +14816,8 @@ _K_SessionConfigOptionsCapabilities: Final[frozenset[str]] = frozenset(["boolean
 def _d_SessionConfigOptionsCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionsCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionsCapabilities)
     if (n := len(obj)) == 0:
@@ -14716,8 +14895,8 @@ _K_BooleanConfigOptionCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_BooleanConfigOptionCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> BooleanConfigOptionCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanConfigOptionCapabilities)
     if (n := len(obj)) == 0:
@@ -14769,8 +14948,8 @@ _K_PlanCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_PlanCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PlanCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanCapabilities)
     if (n := len(obj)) == 0:
@@ -14826,8 +15005,8 @@ _K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_
 def _d_ElicitationCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
     if (n := len(obj)) == 0:
@@ -14922,8 +15101,8 @@ _K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationFormCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
     if (n := len(obj)) == 0:
@@ -14979,8 +15158,8 @@ _K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationUrlCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
     if (n := len(obj)) == 0:
@@ -15036,8 +15215,8 @@ _K_ClientNesCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_ClientNesCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNesCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNesCapabilities)
     if (n := len(obj)) == 0:
@@ -15142,8 +15321,8 @@ _K_NesJumpCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_NesJumpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesJumpCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesJumpCapabilities)
     if (n := len(obj)) == 0:
@@ -15193,8 +15372,8 @@ _K_NesRenameCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_NesRenameCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> NesRenameCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRenameCapabilities)
     if (n := len(obj)) == 0:
@@ -15246,8 +15425,8 @@ _K_NesSearchAndReplaceCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_NesSearchAndReplaceCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> NesSearchAndReplaceCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSearchAndReplaceCapabilities)
     if (n := len(obj)) == 0:
@@ -15299,15 +15478,16 @@ _K_AuthenticateRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
 def _d_AuthenticateRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AuthenticateRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthenticateRequest)
-    v = obj.get("methodId", _MISSING)
+    try:
+        v = obj["methodId"]
+    except KeyError:
+        _missing(path, "methodId")
     if v.__class__ is str:
         inst.method_id = v
-    elif v is _MISSING:
-        _missing(path, "methodId")
     else:
         _fail((path, "methodId"), "string", v)
     if (n := len(obj)) == 1:
@@ -15360,8 +15540,8 @@ _K_ListProvidersRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_ListProvidersRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListProvidersRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListProvidersRequest)
     if (n := len(obj)) == 0:
@@ -15417,29 +15597,32 @@ _K_SetProviderRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_SetProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetProviderRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetProviderRequest)
-    v = obj.get("providerId", _MISSING)
+    try:
+        v = obj["providerId"]
+    except KeyError:
+        _missing(path, "providerId")
     if v.__class__ is str:
         inst.provider_id = v
-    elif v is _MISSING:
-        _missing(path, "providerId")
     else:
         _fail((path, "providerId"), "string", v)
-    v = obj.get("apiType", _MISSING)
+    try:
+        v = obj["apiType"]
+    except KeyError:
+        _missing(path, "apiType")
     if v.__class__ is str:
         inst.api_type = v
-    elif v is _MISSING:
-        _missing(path, "apiType")
     else:
         _fail((path, "apiType"), "string", v)
-    v = obj.get("baseUrl", _MISSING)
+    try:
+        v = obj["baseUrl"]
+    except KeyError:
+        _missing(path, "baseUrl")
     if v.__class__ is str:
         inst.base_url = v
-    elif v is _MISSING:
-        _missing(path, "baseUrl")
     else:
         _fail((path, "baseUrl"), "string", v)
     if (n := len(obj)) == 3:
@@ -15522,15 +15705,16 @@ _K_DisableProviderRequest: Final[frozenset[str]] = frozenset(["providerId", "_me
 
 
 def _d_DisableProviderRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DisableProviderRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisableProviderRequest)
-    v = obj.get("providerId", _MISSING)
+    try:
+        v = obj["providerId"]
+    except KeyError:
+        _missing(path, "providerId")
     if v.__class__ is str:
         inst.provider_id = v
-    elif v is _MISSING:
-        _missing(path, "providerId")
     else:
         _fail((path, "providerId"), "string", v)
     if (n := len(obj)) == 1:
@@ -15586,8 +15770,8 @@ _K_LogoutRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutRequest)
     if (n := len(obj)) == 0:
@@ -15639,18 +15823,22 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
-    v = obj.get("mcpServers", _MISSING)
+    try:
+        v = obj["mcpServers"]
+    except KeyError:
+        _missing(path, "mcpServers")
     if v.__class__ is list:
         try:
             p2 = (path, "mcpServers")
@@ -15662,14 +15850,15 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _McpServer_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_McpServer(x, (p2, i), ctx))
+                        d2: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _McpServer_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -15679,8 +15868,6 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
             inst.mcp_servers = items2
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "mcpServers")
     else:
         try:
             inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
@@ -15781,22 +15968,24 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
@@ -15848,25 +16037,30 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 
 
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
-    v = obj.get("headers", _MISSING)
+    try:
+        v = obj["headers"]
+    except KeyError:
+        _missing(path, "headers")
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
@@ -15882,8 +16076,6 @@ def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp
             if held3:
                 _gc_release()
         inst.headers = items3
-    elif v is _MISSING:
-        _missing(path, "headers")
     else:
         inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -15943,25 +16135,30 @@ _K_McpServerSse: Final[frozenset[str]] = frozenset(["type", "name", "url", "head
 
 
 def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerSse)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
-    v = obj.get("headers", _MISSING)
+    try:
+        v = obj["headers"]
+    except KeyError:
+        _missing(path, "headers")
     if v.__class__ is list:
         p3 = (path, "headers")
         items3: list[HttpHeader] = []
@@ -15977,8 +16174,6 @@ def _d_McpServerSse(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerSse:
             if held3:
                 _gc_release()
         inst.headers = items3
-    elif v is _MISSING:
-        _missing(path, "headers")
     else:
         inst.headers = _list_of(v, (path, "headers"), ctx, _d_HttpHeader)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -16038,22 +16233,24 @@ _K_McpServerAcp: Final[frozenset[str]] = frozenset(["type", "name", "serverId", 
 
 
 def _d_McpServerAcp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerAcp:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerAcp)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("serverId", _MISSING)
+    try:
+        v = obj["serverId"]
+    except KeyError:
+        _missing(path, "serverId")
     if v.__class__ is str:
         inst.server_id = v
-    elif v is _MISSING:
-        _missing(path, "serverId")
     else:
         _fail((path, "serverId"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -16118,25 +16315,30 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(["name", "command", "args",
 
 
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("command", _MISSING)
+    try:
+        v = obj["command"]
+    except KeyError:
+        _missing(path, "command")
     if v.__class__ is str:
         inst.command = v
-    elif v is _MISSING:
-        _missing(path, "command")
     else:
         _fail((path, "command"), "string", v)
-    v = obj.get("args", _MISSING)
+    try:
+        v = obj["args"]
+    except KeyError:
+        _missing(path, "args")
     if v.__class__ is list:
         p3 = (path, "args")
         items3: list[str] = []
@@ -16145,11 +16347,12 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
             items3.append(x if x.__class__ is str else _fail((p3, i), "string", x))
             i += 1
         inst.args = items3
-    elif v is _MISSING:
-        _missing(path, "args")
     else:
         inst.args = _list_of(v, (path, "args"), ctx, _d_str)
-    v = obj.get("env", _MISSING)
+    try:
+        v = obj["env"]
+    except KeyError:
+        _missing(path, "env")
     if v.__class__ is list:
         p4 = (path, "env")
         items4: list[EnvVariable] = []
@@ -16165,8 +16368,6 @@ def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStd
             if held4:
                 _gc_release()
         inst.env = items4
-    elif v is _MISSING:
-        _missing(path, "env")
     else:
         inst.env = _list_of(v, (path, "env"), ctx, _d_EnvVariable)
     if (n := len(obj)) == 4:
@@ -16229,11 +16430,14 @@ _K_LoadSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoadSessionRequest)
-    v = obj.get("mcpServers", _MISSING)
+    try:
+        v = obj["mcpServers"]
+    except KeyError:
+        _missing(path, "mcpServers")
     if v.__class__ is list:
         try:
             p1 = (path, "mcpServers")
@@ -16245,14 +16449,15 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _McpServer_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_McpServer(x, (p1, i), ctx))
+                        d1: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _McpServer_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -16262,25 +16467,25 @@ def _d_LoadSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoadSess
             inst.mcp_servers = items1
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "mcpServers")
     else:
         try:
             inst.mcp_servers = _skip_invalid(v, (path, "mcpServers"), ctx, _d_McpServer)
         except DecodeError as exc:
             inst.mcp_servers = _tolerated(ctx, (path, "mcpServers"), exc, [])
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 3:
@@ -16387,8 +16592,8 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 
 
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
     if (n := len(obj)) == 0:
@@ -16473,15 +16678,16 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 
 
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -16535,22 +16741,24 @@ _K_ForkSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ForkSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
@@ -16601,14 +16809,15 @@ def _d_ForkSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ForkSess
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t4 := x.get("type")).__class__ is str
-                            and (d4 := _McpServer_TAGS.get(t4)) is not None
-                        ):
-                            items4.append(d4(x, (p4, i), ctx))
-                        else:
-                            items4.append(_d_McpServer(x, (p4, i), ctx))
+                        d4: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t4 = x["type"]
+                                if t4.__class__ is str:
+                                    d4 = _McpServer_TAGS[t4]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items4.append(d4(x, (p4, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p4, i), exc, "item dropped")
                     i += 1
@@ -16700,22 +16909,24 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
@@ -16766,14 +16977,15 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t4 := x.get("type")).__class__ is str
-                            and (d4 := _McpServer_TAGS.get(t4)) is not None
-                        ):
-                            items4.append(d4(x, (p4, i), ctx))
-                        else:
-                            items4.append(_d_McpServer(x, (p4, i), ctx))
+                        d4: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t4 = x["type"]
+                                if t4.__class__ is str:
+                                    d4 = _McpServer_TAGS[t4]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items4.append(d4(x, (p4, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p4, i), exc, "item dropped")
                     i += 1
@@ -16858,15 +17070,16 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 
 
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -16922,22 +17135,24 @@ _K_SetSessionModeRequest: Final[frozenset[str]] = frozenset(["sessionId", "modeI
 
 
 def _d_SetSessionModeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SetSessionModeRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionModeRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("modeId", _MISSING)
+    try:
+        v = obj["modeId"]
+    except KeyError:
+        _missing(path, "modeId")
     if v.__class__ is str:
         inst.mode_id = v
-    elif v is _MISSING:
-        _missing(path, "modeId")
     else:
         _fail((path, "modeId"), "string", v)
     if (n := len(obj)) == 2:
@@ -16993,29 +17208,32 @@ _K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("configId", _MISSING)
+    try:
+        v = obj["configId"]
+    except KeyError:
+        _missing(path, "configId")
     if v.__class__ is str:
         inst.config_id = v
-    elif v is _MISSING:
-        _missing(path, "configId")
     else:
         _fail((path, "configId"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is bool:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -17085,29 +17303,32 @@ _K_SetSessionConfigOptionRequestValueId: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestValueId(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestValueId:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestValueId)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("configId", _MISSING)
+    try:
+        v = obj["configId"]
+    except KeyError:
+        _missing(path, "configId")
     if v.__class__ is str:
         inst.config_id = v
-    elif v is _MISSING:
-        _missing(path, "configId")
     else:
         _fail((path, "configId"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj)) == 3:
@@ -17173,18 +17394,22 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 
 
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("prompt", _MISSING)
+    try:
+        v = obj["prompt"]
+    except KeyError:
+        _missing(path, "prompt")
     if v.__class__ is list:
         p2 = (path, "prompt")
         items2: list[ContentBlock] = []
@@ -17194,21 +17419,20 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         try:
             i = 0
             for x in v:
-                if (
-                    x.__class__ is dict
-                    and (t2 := x.get("type")).__class__ is str
-                    and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                ):
-                    items2.append(d2(x, (p2, i), ctx))
-                else:
-                    items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                d2: _Decodes[ContentBlock] = _d_ContentBlock
+                if x.__class__ is dict:
+                    try:
+                        t2 = x["type"]
+                        if t2.__class__ is str:
+                            d2 = _ContentBlock_TAGS[t2]
+                    except KeyError:
+                        pass  # no tag, or an unknown one: the union's decoder decides
+                items2.append(d2(x, (p2, i), ctx))
                 i += 1
         finally:
             if held2:
                 _gc_release()
         inst.prompt = items2
-    elif v is _MISSING:
-        _missing(path, "prompt")
     else:
         inst.prompt = _list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
     if (n := len(obj)) == 2:
@@ -17279,8 +17503,8 @@ _K_StartNesRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_StartNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> StartNesRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StartNesRequest)
     if (n := len(obj)) == 0:
@@ -17394,22 +17618,24 @@ _K_WorkspaceFolder: Final[frozenset[str]] = frozenset(["uri", "name", "_meta"])
 
 
 def _d_WorkspaceFolder(obj: Any, path: PathT, ctx: DecodeContext) -> WorkspaceFolder:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WorkspaceFolder)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
@@ -17463,29 +17689,32 @@ _K_NesRepository: Final[frozenset[str]] = frozenset(["name", "owner", "remoteUrl
 
 
 def _d_NesRepository(obj: Any, path: PathT, ctx: DecodeContext) -> NesRepository:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRepository)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("owner", _MISSING)
+    try:
+        v = obj["owner"]
+    except KeyError:
+        _missing(path, "owner")
     if v.__class__ is str:
         inst.owner = v
-    elif v is _MISSING:
-        _missing(path, "owner")
     else:
         _fail((path, "owner"), "string", v)
-    v = obj.get("remoteUrl", _MISSING)
+    try:
+        v = obj["remoteUrl"]
+    except KeyError:
+        _missing(path, "remoteUrl")
     if v.__class__ is str:
         inst.remote_url = v
-    elif v is _MISSING:
-        _missing(path, "remoteUrl")
     else:
         _fail((path, "remoteUrl"), "string", v)
     if (n := len(obj)) == 3:
@@ -17543,41 +17772,45 @@ _K_SuggestNesRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_SuggestNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> SuggestNesRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SuggestNesRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("version", _MISSING)
+    try:
+        v = obj["version"]
+    except KeyError:
+        _missing(path, "version")
     if v.__class__ is int:
         inst.version = v
-    elif v is _MISSING:
-        _missing(path, "version")
     else:
         inst.version = _as_int(v, (path, "version"))
-    v = obj.get("position", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["position"]
+    except KeyError:
         _missing(path, "position")
-    else:
-        inst.position = _d_Position(v, (path, "position"), ctx)
-    v = obj.get("triggerKind", _MISSING)
+    inst.position = _d_Position(v, (path, "position"), ctx)
+    try:
+        v = obj["triggerKind"]
+    except KeyError:
+        _missing(path, "triggerKind")
     if v.__class__ is str and v in _NesTriggerKind_VALUES:
         inst.trigger_kind = _NesTriggerKind_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "triggerKind")
     else:
         _enum_fail((path, "triggerKind"), "NesTriggerKind", v)
     if (n := len(obj)) == 5:
@@ -17684,8 +17917,8 @@ _K_NesSuggestContext: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesSuggestContext(obj: Any, path: PathT, ctx: DecodeContext) -> NesSuggestContext:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesSuggestContext)
     if (n := len(obj)) == 0:
@@ -17908,29 +18141,32 @@ _K_NesRecentFile: Final[frozenset[str]] = frozenset(["uri", "languageId", "text"
 
 
 def _d_NesRecentFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesRecentFile:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRecentFile)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("languageId", _MISSING)
+    try:
+        v = obj["languageId"]
+    except KeyError:
+        _missing(path, "languageId")
     if v.__class__ is str:
         inst.language_id = v
-    elif v is _MISSING:
-        _missing(path, "languageId")
     else:
         _fail((path, "languageId"), "string", v)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
     if (n := len(obj)) == 3:
@@ -17986,18 +18222,22 @@ _K_NesRelatedSnippet: Final[frozenset[str]] = frozenset(["uri", "excerpts", "_me
 
 
 def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelatedSnippet:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesRelatedSnippet)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("excerpts", _MISSING)
+    try:
+        v = obj["excerpts"]
+    except KeyError:
+        _missing(path, "excerpts")
     if v.__class__ is list:
         p2 = (path, "excerpts")
         items2: list[NesExcerpt] = []
@@ -18013,8 +18253,6 @@ def _d_NesRelatedSnippet(obj: Any, path: PathT, ctx: DecodeContext) -> NesRelate
             if held2:
                 _gc_release()
         inst.excerpts = items2
-    elif v is _MISSING:
-        _missing(path, "excerpts")
     else:
         inst.excerpts = _list_of(v, (path, "excerpts"), ctx, _d_NesExcerpt)
     if (n := len(obj)) == 2:
@@ -18068,29 +18306,32 @@ _K_NesExcerpt: Final[frozenset[str]] = frozenset(["startLine", "endLine", "text"
 
 
 def _d_NesExcerpt(obj: Any, path: PathT, ctx: DecodeContext) -> NesExcerpt:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesExcerpt)
-    v = obj.get("startLine", _MISSING)
+    try:
+        v = obj["startLine"]
+    except KeyError:
+        _missing(path, "startLine")
     if v.__class__ is int:
         inst.start_line = v
-    elif v is _MISSING:
-        _missing(path, "startLine")
     else:
         inst.start_line = _as_int(v, (path, "startLine"))
-    v = obj.get("endLine", _MISSING)
+    try:
+        v = obj["endLine"]
+    except KeyError:
+        _missing(path, "endLine")
     if v.__class__ is int:
         inst.end_line = v
-    elif v is _MISSING:
-        _missing(path, "endLine")
     else:
         inst.end_line = _as_int(v, (path, "endLine"))
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
     if (n := len(obj)) == 3:
@@ -18146,22 +18387,24 @@ _K_NesEditHistoryEntry: Final[frozenset[str]] = frozenset(["uri", "diff", "_meta
 
 
 def _d_NesEditHistoryEntry(obj: Any, path: PathT, ctx: DecodeContext) -> NesEditHistoryEntry:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesEditHistoryEntry)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("diff", _MISSING)
+    try:
+        v = obj["diff"]
+    except KeyError:
+        _missing(path, "diff")
     if v.__class__ is str:
         inst.diff = v
-    elif v is _MISSING:
-        _missing(path, "diff")
     else:
         _fail((path, "diff"), "string", v)
     if (n := len(obj)) == 2:
@@ -18217,34 +18460,37 @@ _K_NesUserAction: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesUserAction(obj: Any, path: PathT, ctx: DecodeContext) -> NesUserAction:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesUserAction)
-    v = obj.get("action", _MISSING)
+    try:
+        v = obj["action"]
+    except KeyError:
+        _missing(path, "action")
     if v.__class__ is str:
         inst.action = v
-    elif v is _MISSING:
-        _missing(path, "action")
     else:
         _fail((path, "action"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("position", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["position"]
+    except KeyError:
         _missing(path, "position")
-    else:
-        inst.position = _d_Position(v, (path, "position"), ctx)
-    v = obj.get("timestampMs", _MISSING)
+    inst.position = _d_Position(v, (path, "position"), ctx)
+    try:
+        v = obj["timestampMs"]
+    except KeyError:
+        _missing(path, "timestampMs")
     if v.__class__ is int:
         inst.timestamp_ms = v
-    elif v is _MISSING:
-        _missing(path, "timestampMs")
     else:
         inst.timestamp_ms = _as_int(v, (path, "timestampMs"))
     if (n := len(obj)) == 4:
@@ -18309,22 +18555,24 @@ _K_NesOpenFile: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesOpenFile(obj: Any, path: PathT, ctx: DecodeContext) -> NesOpenFile:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesOpenFile)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("languageId", _MISSING)
+    try:
+        v = obj["languageId"]
+    except KeyError:
+        _missing(path, "languageId")
     if v.__class__ is str:
         inst.language_id = v
-    elif v is _MISSING:
-        _missing(path, "languageId")
     else:
         _fail((path, "languageId"), "string", v)
     if (n := len(obj)) == 2:
@@ -18419,34 +18667,37 @@ _K_NesDiagnostic: Final[frozenset[str]] = frozenset(
 
 
 def _d_NesDiagnostic(obj: Any, path: PathT, ctx: DecodeContext) -> NesDiagnostic:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NesDiagnostic)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("range", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["range"]
+    except KeyError:
         _missing(path, "range")
-    else:
-        inst.range = _d_Range(v, (path, "range"), ctx)
-    v = obj.get("severity", _MISSING)
+    inst.range = _d_Range(v, (path, "range"), ctx)
+    try:
+        v = obj["severity"]
+    except KeyError:
+        _missing(path, "severity")
     if v.__class__ is str and v in _NesDiagnosticSeverity_VALUES:
         inst.severity = _NesDiagnosticSeverity_VALUES[v]
-    elif v is _MISSING:
-        _missing(path, "severity")
     else:
         _enum_fail((path, "severity"), "NesDiagnosticSeverity", v)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
     if (n := len(obj)) == 4:
@@ -18509,15 +18760,16 @@ _K_CloseNesRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CloseNesRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseNesRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseNesRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -18572,20 +18824,20 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["result"]
+    except KeyError:
         _missing(path, "result")
-    else:
-        inst.result = v
+    inst.result = v
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
     )
@@ -18617,20 +18869,20 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["error"]
+    except KeyError:
         _missing(path, "error")
-    else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
+    inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
     )
@@ -18659,8 +18911,8 @@ _K_WriteTextFileResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_WriteTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> WriteTextFileResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WriteTextFileResponse)
     if (n := len(obj)) == 0:
@@ -18708,15 +18960,16 @@ _K_ReadTextFileResponse: Final[frozenset[str]] = frozenset(["content", "_meta"])
 
 
 def _d_ReadTextFileResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ReadTextFileResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReadTextFileResponse)
-    v = obj.get("content", _MISSING)
+    try:
+        v = obj["content"]
+    except KeyError:
+        _missing(path, "content")
     if v.__class__ is str:
         inst.content = v
-    elif v is _MISSING:
-        _missing(path, "content")
     else:
         _fail((path, "content"), "string", v)
     if (n := len(obj)) == 1:
@@ -18768,21 +19021,23 @@ _K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_me
 def _d_RequestPermissionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
-    v = obj.get("outcome", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("outcome")).__class__ is str
-        and (d1 := _RequestPermissionOutcome_TAGS.get(t1)) is not None
-    ):
-        inst.outcome = d1(v, (path, "outcome"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["outcome"]
+    except KeyError:
         _missing(path, "outcome")
-    else:
-        inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    d1: _Decodes[RequestPermissionOutcome] = _d_RequestPermissionOutcome
+    if v.__class__ is dict:
+        try:
+            t1 = v["outcome"]
+            if t1.__class__ is str:
+                d1 = _RequestPermissionOutcome_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.outcome = d1(v, (path, "outcome"), ctx)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -18834,8 +19089,8 @@ _K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcom
 def _d_RequestPermissionOutcomeCancelled(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
@@ -18876,15 +19131,16 @@ _K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "opt
 def _d_SelectedPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
-    v = obj.get("optionId", _MISSING)
+    try:
+        v = obj["optionId"]
+    except KeyError:
+        _missing(path, "optionId")
     if v.__class__ is str:
         inst.option_id = v
-    elif v is _MISSING:
-        _missing(path, "optionId")
     else:
         _fail((path, "optionId"), "string", v)
     if (n := len(obj) - ("outcome" in obj)) == 1:
@@ -18939,15 +19195,16 @@ _K_CreateTerminalResponse: Final[frozenset[str]] = frozenset(["terminalId", "_me
 
 
 def _d_CreateTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CreateTerminalResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateTerminalResponse)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj)) == 1:
@@ -18999,22 +19256,24 @@ _K_TerminalOutputResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalOutputResponse(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputResponse)
-    v = obj.get("output", _MISSING)
+    try:
+        v = obj["output"]
+    except KeyError:
+        _missing(path, "output")
     if v.__class__ is str:
         inst.output = v
-    elif v is _MISSING:
-        _missing(path, "output")
     else:
         _fail((path, "output"), "string", v)
-    v = obj.get("truncated", _MISSING)
+    try:
+        v = obj["truncated"]
+    except KeyError:
+        _missing(path, "truncated")
     if v.__class__ is bool:
         inst.truncated = v
-    elif v is _MISSING:
-        _missing(path, "truncated")
     else:
         _fail((path, "truncated"), "boolean", v)
     if (n := len(obj)) == 2:
@@ -19087,8 +19346,8 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 
 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
     if (n := len(obj)) == 0:
@@ -19176,8 +19435,8 @@ _K_ReleaseTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ReleaseTerminalResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ReleaseTerminalResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReleaseTerminalResponse)
     if (n := len(obj)) == 0:
@@ -19227,8 +19486,8 @@ _K_WaitForTerminalExitResponse: Final[frozenset[str]] = frozenset(["exitCode", "
 def _d_WaitForTerminalExitResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> WaitForTerminalExitResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(WaitForTerminalExitResponse)
     if (n := len(obj)) == 0:
@@ -19316,8 +19575,8 @@ _K_KillTerminalResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_KillTerminalResponse(obj: Any, path: PathT, ctx: DecodeContext) -> KillTerminalResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(KillTerminalResponse)
     if (n := len(obj)) == 0:
@@ -19369,8 +19628,8 @@ _K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationResponseAccept(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -19449,8 +19708,8 @@ _K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action"
 def _d_CreateElicitationResponseDecline(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -19507,8 +19766,8 @@ _K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action",
 def _d_CreateElicitationResponseCancel(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -19565,8 +19824,8 @@ _K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 def _d_ElicitationAcceptAction(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
     if (n := len(obj)) == 0:
@@ -19612,15 +19871,16 @@ _K_ConnectMcpResponse: Final[frozenset[str]] = frozenset(["connectionId", "_meta
 
 
 def _d_ConnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ConnectMcpResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConnectMcpResponse)
-    v = obj.get("connectionId", _MISSING)
+    try:
+        v = obj["connectionId"]
+    except KeyError:
+        _missing(path, "connectionId")
     if v.__class__ is str:
         inst.connection_id = v
-    elif v is _MISSING:
-        _missing(path, "connectionId")
     else:
         _fail((path, "connectionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -19676,8 +19936,8 @@ _K_DisconnectMcpResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DisconnectMcpResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DisconnectMcpResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DisconnectMcpResponse)
     if (n := len(obj)) == 0:
@@ -19731,15 +19991,16 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
@@ -19783,15 +20044,16 @@ _K_CancelNotification: Final[frozenset[str]] = frozenset(["sessionId", "_meta"])
 
 
 def _d_CancelNotification(obj: Any, path: PathT, ctx: DecodeContext) -> CancelNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -19848,43 +20110,48 @@ _K_DidOpenDocumentNotification: Final[frozenset[str]] = frozenset(
 def _d_DidOpenDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidOpenDocumentNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidOpenDocumentNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("languageId", _MISSING)
+    try:
+        v = obj["languageId"]
+    except KeyError:
+        _missing(path, "languageId")
     if v.__class__ is str:
         inst.language_id = v
-    elif v is _MISSING:
-        _missing(path, "languageId")
     else:
         _fail((path, "languageId"), "string", v)
-    v = obj.get("version", _MISSING)
+    try:
+        v = obj["version"]
+    except KeyError:
+        _missing(path, "version")
     if v.__class__ is int:
         inst.version = v
-    elif v is _MISSING:
-        _missing(path, "version")
     else:
         inst.version = _as_int(v, (path, "version"))
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
     if (n := len(obj)) == 5:
@@ -19956,32 +20223,38 @@ _K_DidChangeDocumentNotification: Final[frozenset[str]] = frozenset(
 def _d_DidChangeDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidChangeDocumentNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidChangeDocumentNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("version", _MISSING)
+    try:
+        v = obj["version"]
+    except KeyError:
+        _missing(path, "version")
     if v.__class__ is int:
         inst.version = v
-    elif v is _MISSING:
-        _missing(path, "version")
     else:
         inst.version = _as_int(v, (path, "version"))
-    v = obj.get("contentChanges", _MISSING)
+    try:
+        v = obj["contentChanges"]
+    except KeyError:
+        _missing(path, "contentChanges")
     if v.__class__ is list:
         try:
             p4 = (path, "contentChanges")
@@ -20003,8 +20276,6 @@ def _d_DidChangeDocumentNotification(
             inst.content_changes = items4
         except DecodeError as exc:
             inst.content_changes = _tolerated(ctx, (path, "contentChanges"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "contentChanges")
     else:
         try:
             inst.content_changes = _skip_invalid(
@@ -20076,15 +20347,16 @@ _K_TextDocumentContentChangeEvent: Final[frozenset[str]] = frozenset(["text", "r
 def _d_TextDocumentContentChangeEvent(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> TextDocumentContentChangeEvent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextDocumentContentChangeEvent)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
     if (n := len(obj)) == 1:
@@ -20161,22 +20433,24 @@ _K_DidCloseDocumentNotification: Final[frozenset[str]] = frozenset(["sessionId",
 def _d_DidCloseDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidCloseDocumentNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidCloseDocumentNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
@@ -20234,22 +20508,24 @@ _K_DidSaveDocumentNotification: Final[frozenset[str]] = frozenset(["sessionId", 
 def _d_DidSaveDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidSaveDocumentNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidSaveDocumentNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
@@ -20309,41 +20585,44 @@ _K_DidFocusDocumentNotification: Final[frozenset[str]] = frozenset(
 def _d_DidFocusDocumentNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> DidFocusDocumentNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DidFocusDocumentNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
-    v = obj.get("version", _MISSING)
+    try:
+        v = obj["version"]
+    except KeyError:
+        _missing(path, "version")
     if v.__class__ is int:
         inst.version = v
-    elif v is _MISSING:
-        _missing(path, "version")
     else:
         inst.version = _as_int(v, (path, "version"))
-    v = obj.get("position", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["position"]
+    except KeyError:
         _missing(path, "position")
-    else:
-        inst.position = _d_Position(v, (path, "position"), ctx)
-    v = obj.get("visibleRange", _MISSING)
-    if v is _MISSING:
+    inst.position = _d_Position(v, (path, "position"), ctx)
+    try:
+        v = obj["visibleRange"]
+    except KeyError:
         _missing(path, "visibleRange")
-    else:
-        inst.visible_range = _d_Range(v, (path, "visibleRange"), ctx)
+    inst.visible_range = _d_Range(v, (path, "visibleRange"), ctx)
     if (n := len(obj)) == 5:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -20409,22 +20688,24 @@ _K_AcceptNesNotification: Final[frozenset[str]] = frozenset(["sessionId", "id", 
 
 
 def _d_AcceptNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AcceptNesNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AcceptNesNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
     if (n := len(obj)) == 2:
@@ -20478,22 +20759,24 @@ _K_RejectNesNotification: Final[frozenset[str]] = frozenset(["sessionId", "id", 
 
 
 def _d_RejectNesNotification(obj: Any, path: PathT, ctx: DecodeContext) -> RejectNesNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RejectNesNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("id", _MISSING)
+    try:
+        v = obj["id"]
+    except KeyError:
+        _missing(path, "id")
     if v.__class__ is str:
         inst.id = v
-    elif v is _MISSING:
-        _missing(path, "id")
     else:
         _fail((path, "id"), "string", v)
     if (n := len(obj)) == 2:
@@ -20569,15 +20852,15 @@ _K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_
 def _d_CancelRequestNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CancelRequestNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestId"]
+    except KeyError:
         _missing(path, "requestId")
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET

@@ -53,6 +53,7 @@ from .serde import missing as _missing
 from .serde import new as _new
 from .serde import open_json as _open_json
 from .serde import or_none as or_none
+from .serde import plain_object as _plain_object
 from .serde import skip_invalid as _skip_invalid
 from .serde import tolerate as _tolerate
 from .serde import tolerated as _tolerated
@@ -563,20 +564,21 @@ _K_AgentRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_AgentRequest(obj: Any, path: PathT, ctx: DecodeContext) -> AgentRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
@@ -626,25 +628,30 @@ _K_RequestPermissionRequest: Final[frozenset[str]] = frozenset(
 def _d_RequestPermissionRequest(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("title", _MISSING)
+    try:
+        v = obj["title"]
+    except KeyError:
+        _missing(path, "title")
     if v.__class__ is str:
         inst.title = v
-    elif v is _MISSING:
-        _missing(path, "title")
     else:
         _fail((path, "title"), "string", v)
-    v = obj.get("options", _MISSING)
+    try:
+        v = obj["options"]
+    except KeyError:
+        _missing(path, "options")
     if v.__class__ is list:
         p3 = (path, "options")
         items3: list[PermissionOption] = []
@@ -660,8 +667,6 @@ def _d_RequestPermissionRequest(
             if held3:
                 _gc_release()
         inst.options = items3
-    elif v is _MISSING:
-        _missing(path, "options")
     else:
         inst.options = _list_of(v, (path, "options"), ctx, _d_PermissionOption)
     if (n := len(obj)) == 3:
@@ -682,19 +687,21 @@ def _d_RequestPermissionRequest(
     else:
         inst.description = _tolerate(ctx, (path, "description"), "string", v, UNSET)
     v = obj.get("subject", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t5 := v.get("type")).__class__ is str
-        and (d5 := _RequestPermissionSubject_TAGS.get(t5)) is not None
-    ):
-        inst.subject = d5(v, (path, "subject"), ctx)
-    elif v is _MISSING:
+    if v is _MISSING:
         inst.subject = UNSET
         n += 1
     elif v is None:
         inst.subject = None
     else:
-        inst.subject = _d_RequestPermissionSubject(v, (path, "subject"), ctx)
+        d5: _Decodes[RequestPermissionSubject] = _d_RequestPermissionSubject
+        if v.__class__ is dict:
+            try:
+                t5 = v["type"]
+                if t5.__class__ is str:
+                    d5 = _RequestPermissionSubject_TAGS[t5]
+            except KeyError:
+                pass  # no tag, or an unknown one: the union's decoder decides
+        inst.subject = d5(v, (path, "subject"), ctx)
     if n == 5:
         # Every other key is a known field: this one is absent, no field is unknown.
         inst.meta = UNSET
@@ -785,15 +792,16 @@ _K_ToolCallUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
     if (n := len(obj)) == 1:
@@ -850,14 +858,15 @@ def _d_ToolCallUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallUpda
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t5 := x.get("type")).__class__ is str
-                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                        ):
-                            items5.append(d5(x, (p5, i), ctx))
-                        else:
-                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                        d5: _Decodes[ToolCallContent] = _d_ToolCallContent
+                        if x.__class__ is dict:
+                            try:
+                                t5 = x["type"]
+                                if t5.__class__ is str:
+                                    d5 = _ToolCallContent_TAGS[t5]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items5.append(d5(x, (p5, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p5, i), exc, "item dropped")
                     i += 1
@@ -1010,8 +1019,8 @@ _K_Annotations: Final[frozenset[str]] = frozenset(["audience", "lastModified", "
 
 
 def _d_Annotations(obj: Any, path: PathT, ctx: DecodeContext) -> Annotations:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Annotations)
     if (n := len(obj)) == 0:
@@ -1134,15 +1143,16 @@ _K_TextContent: Final[frozenset[str]] = frozenset(["type", "text", "annotations"
 
 
 def _d_TextContent(obj: Any, path: PathT, ctx: DecodeContext) -> TextContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextContent)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -1216,22 +1226,24 @@ _K_ImageContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_ImageContent(obj: Any, path: PathT, ctx: DecodeContext) -> ImageContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ImageContent)
-    v = obj.get("data", _MISSING)
+    try:
+        v = obj["data"]
+    except KeyError:
+        _missing(path, "data")
     if v.__class__ is str:
         inst.data = v
-    elif v is _MISSING:
-        _missing(path, "data")
     else:
         _fail((path, "data"), "string", v)
-    v = obj.get("mimeType", _MISSING)
+    try:
+        v = obj["mimeType"]
+    except KeyError:
+        _missing(path, "mimeType")
     if v.__class__ is str:
         inst.mime_type = v
-    elif v is _MISSING:
-        _missing(path, "mimeType")
     else:
         _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1322,22 +1334,24 @@ _K_AudioContent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AudioContent(obj: Any, path: PathT, ctx: DecodeContext) -> AudioContent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AudioContent)
-    v = obj.get("data", _MISSING)
+    try:
+        v = obj["data"]
+    except KeyError:
+        _missing(path, "data")
     if v.__class__ is str:
         inst.data = v
-    elif v is _MISSING:
-        _missing(path, "data")
     else:
         _fail((path, "data"), "string", v)
-    v = obj.get("mimeType", _MISSING)
+    try:
+        v = obj["mimeType"]
+    except KeyError:
+        _missing(path, "mimeType")
     if v.__class__ is str:
         inst.mime_type = v
-    elif v is _MISSING:
-        _missing(path, "mimeType")
     else:
         _fail((path, "mimeType"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1411,15 +1425,16 @@ _K_Icon: Final[frozenset[str]] = frozenset(["src", "mimeType", "sizes", "theme"]
 
 
 def _d_Icon(obj: Any, path: PathT, ctx: DecodeContext) -> Icon:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Icon)
-    v = obj.get("src", _MISSING)
+    try:
+        v = obj["src"]
+    except KeyError:
+        _missing(path, "src")
     if v.__class__ is str:
         inst.src = v
-    elif v is _MISSING:
-        _missing(path, "src")
     else:
         _fail((path, "src"), "string", v)
     if (n := len(obj)) == 1:
@@ -1532,22 +1547,24 @@ _K_ResourceLink: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResourceLink(obj: Any, path: PathT, ctx: DecodeContext) -> ResourceLink:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResourceLink)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -1721,22 +1738,24 @@ _K_TextResourceContents: Final[frozenset[str]] = frozenset(["text", "uri", "mime
 
 
 def _d_TextResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> TextResourceContents:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextResourceContents)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
@@ -1808,22 +1827,24 @@ _K_BlobResourceContents: Final[frozenset[str]] = frozenset(["blob", "uri", "mime
 
 
 def _d_BlobResourceContents(obj: Any, path: PathT, ctx: DecodeContext) -> BlobResourceContents:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BlobResourceContents)
-    v = obj.get("blob", _MISSING)
+    try:
+        v = obj["blob"]
+    except KeyError:
+        _missing(path, "blob")
     if v.__class__ is str:
         inst.blob = v
-    elif v is _MISSING:
-        _missing(path, "blob")
     else:
         _fail((path, "blob"), "string", v)
-    v = obj.get("uri", _MISSING)
+    try:
+        v = obj["uri"]
+    except KeyError:
+        _missing(path, "uri")
     if v.__class__ is str:
         inst.uri = v
-    elif v is _MISSING:
-        _missing(path, "uri")
     else:
         _fail((path, "uri"), "string", v)
     if (n := len(obj)) == 2:
@@ -1895,15 +1916,15 @@ _K_EmbeddedResource: Final[frozenset[str]] = frozenset(["type", "resource", "ann
 
 
 def _d_EmbeddedResource(obj: Any, path: PathT, ctx: DecodeContext) -> EmbeddedResource:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EmbeddedResource)
-    v = obj.get("resource", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["resource"]
+    except KeyError:
         _missing(path, "resource")
-    else:
-        inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
+    inst.resource = _d_EmbeddedResourceResource(v, (path, "resource"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.annotations = UNSET
@@ -1973,21 +1994,23 @@ _K_Content: Final[frozenset[str]] = frozenset(["type", "content", "_meta"])
 
 
 def _d_Content(obj: Any, path: PathT, ctx: DecodeContext) -> Content:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Content)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _ContentBlock_TAGS.get(t1)) is not None
-    ):
-        inst.content = d1(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d1: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _ContentBlock_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d1(v, (path, "content"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -2038,15 +2061,16 @@ _K_DiffChangeAdd: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeAdd(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeAdd:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeAdd)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 1:
@@ -2138,15 +2162,16 @@ _K_DiffChangeDelete: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeDelete(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeDelete:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeDelete)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 1:
@@ -2238,15 +2263,16 @@ _K_DiffChangeModify: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeModify(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeModify:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeModify)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 1:
@@ -2338,22 +2364,24 @@ _K_DiffChangeMove: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeMove(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeMove:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeMove)
-    v = obj.get("oldPath", _MISSING)
+    try:
+        v = obj["oldPath"]
+    except KeyError:
+        _missing(path, "oldPath")
     if v.__class__ is str:
         inst.old_path = v
-    elif v is _MISSING:
-        _missing(path, "oldPath")
     else:
         _fail((path, "oldPath"), "string", v)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 2:
@@ -2447,22 +2475,24 @@ _K_DiffChangeCopy: Final[frozenset[str]] = frozenset(
 
 
 def _d_DiffChangeCopy(obj: Any, path: PathT, ctx: DecodeContext) -> DiffChangeCopy:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffChangeCopy)
-    v = obj.get("oldPath", _MISSING)
+    try:
+        v = obj["oldPath"]
+    except KeyError:
+        _missing(path, "oldPath")
     if v.__class__ is str:
         inst.old_path = v
-    elif v is _MISSING:
-        _missing(path, "oldPath")
     else:
         _fail((path, "oldPath"), "string", v)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj) - ("operation" in obj)) == 2:
@@ -2554,15 +2584,16 @@ _K_DiffPathChange: Final[frozenset[str]] = frozenset(["path"])
 
 
 def _d_DiffPathChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathChange:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPathChange)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     inst.extra = _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_DiffPathChange, path, ctx)
@@ -2589,22 +2620,24 @@ _K_DiffPathPairChange: Final[frozenset[str]] = frozenset(["oldPath", "path"])
 
 
 def _d_DiffPathPairChange(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPathPairChange:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPathPairChange)
-    v = obj.get("oldPath", _MISSING)
+    try:
+        v = obj["oldPath"]
+    except KeyError:
+        _missing(path, "oldPath")
     if v.__class__ is str:
         inst.old_path = v
-    elif v is _MISSING:
-        _missing(path, "oldPath")
     else:
         _fail((path, "oldPath"), "string", v)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     inst.extra = (
@@ -2635,22 +2668,24 @@ _K_DiffPatch: Final[frozenset[str]] = frozenset(["format", "text"])
 
 
 def _d_DiffPatch(obj: Any, path: PathT, ctx: DecodeContext) -> DiffPatch:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DiffPatch)
-    v = obj.get("format", _MISSING)
+    try:
+        v = obj["format"]
+    except KeyError:
+        _missing(path, "format")
     if v.__class__ is str:
         inst.format = v
-    elif v is _MISSING:
-        _missing(path, "format")
     else:
         _fail((path, "format"), "string", v)
-    v = obj.get("text", _MISSING)
+    try:
+        v = obj["text"]
+    except KeyError:
+        _missing(path, "text")
     if v.__class__ is str:
         inst.text = v
-    elif v is _MISSING:
-        _missing(path, "text")
     else:
         _fail((path, "text"), "string", v)
     inst.extra = _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_DiffPatch, path, ctx)
@@ -2679,11 +2714,14 @@ _K_Diff: Final[frozenset[str]] = frozenset(["type", "changes", "patch", "_meta"]
 
 
 def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Diff)
-    v = obj.get("changes", _MISSING)
+    try:
+        v = obj["changes"]
+    except KeyError:
+        _missing(path, "changes")
     if v.__class__ is list:
         p1 = (path, "changes")
         items1: list[DiffChange] = []
@@ -2694,14 +2732,15 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
             i = 0
             for x in v:
                 try:
-                    if (
-                        x.__class__ is dict
-                        and (t1 := x.get("operation")).__class__ is str
-                        and (d1 := _DiffChange_TAGS.get(t1)) is not None
-                    ):
-                        items1.append(d1(x, (p1, i), ctx))
-                    else:
-                        items1.append(_d_DiffChange(x, (p1, i), ctx))
+                    d1: _Decodes[DiffChange] = _d_DiffChange
+                    if x.__class__ is dict:
+                        try:
+                            t1 = x["operation"]
+                            if t1.__class__ is str:
+                                d1 = _DiffChange_TAGS[t1]
+                        except KeyError:
+                            pass  # no tag, or an unknown one: the union's decoder decides
+                    items1.append(d1(x, (p1, i), ctx))
                 except DecodeError as exc:
                     ctx.tolerated((p1, i), exc, "item dropped")
                 i += 1
@@ -2709,8 +2748,6 @@ def _d_Diff(obj: Any, path: PathT, ctx: DecodeContext) -> Diff:
             if held1:
                 _gc_release()
         inst.changes = items1
-    elif v is _MISSING:
-        _missing(path, "changes")
     else:
         inst.changes = _skip_invalid(v, (path, "changes"), ctx, _d_DiffChange)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -2794,15 +2831,16 @@ _K_Terminal: Final[frozenset[str]] = frozenset(["type", "terminalId", "_meta"])
 
 
 def _d_Terminal(obj: Any, path: PathT, ctx: DecodeContext) -> Terminal:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Terminal)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -2857,15 +2895,16 @@ _K_ToolCallLocation: Final[frozenset[str]] = frozenset(["path", "line", "_meta"]
 
 
 def _d_ToolCallLocation(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallLocation:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallLocation)
-    v = obj.get("path", _MISSING)
+    try:
+        v = obj["path"]
+    except KeyError:
+        _missing(path, "path")
     if v.__class__ is str:
         inst.path = v
-    elif v is _MISSING:
-        _missing(path, "path")
     else:
         _fail((path, "path"), "string", v)
     if (n := len(obj)) == 1:
@@ -2946,15 +2985,15 @@ _K_ToolCallPermissionSubject: Final[frozenset[str]] = frozenset(["type", "toolCa
 def _d_ToolCallPermissionSubject(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ToolCallPermissionSubject:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallPermissionSubject)
-    v = obj.get("toolCall", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["toolCall"]
+    except KeyError:
         _missing(path, "toolCall")
-    else:
-        inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
+    inst.tool_call = _d_ToolCallUpdate(v, (path, "toolCall"), ctx)
     inst.extra = (
         _NO_EXTRA
         if len(obj) - ("type" in obj) == 1
@@ -2990,22 +3029,24 @@ _K_CommandPermissionSubject: Final[frozenset[str]] = frozenset(
 def _d_CommandPermissionSubject(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CommandPermissionSubject:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CommandPermissionSubject)
-    v = obj.get("command", _MISSING)
+    try:
+        v = obj["command"]
+    except KeyError:
+        _missing(path, "command")
     if v.__class__ is str:
         inst.command = v
-    elif v is _MISSING:
-        _missing(path, "command")
     else:
         _fail((path, "command"), "string", v)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -3093,29 +3134,32 @@ _K_PermissionOption: Final[frozenset[str]] = frozenset(["optionId", "name", "kin
 
 
 def _d_PermissionOption(obj: Any, path: PathT, ctx: DecodeContext) -> PermissionOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PermissionOption)
-    v = obj.get("optionId", _MISSING)
+    try:
+        v = obj["optionId"]
+    except KeyError:
+        _missing(path, "optionId")
     if v.__class__ is str:
         inst.option_id = v
-    elif v is _MISSING:
-        _missing(path, "optionId")
     else:
         _fail((path, "optionId"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("kind", _MISSING)
+    try:
+        v = obj["kind"]
+    except KeyError:
+        _missing(path, "kind")
     if v.__class__ is str:
         inst.kind = v
-    elif v is _MISSING:
-        _missing(path, "kind")
     else:
         _fail((path, "kind"), "string", v)
     if (n := len(obj)) == 3:
@@ -3173,22 +3217,23 @@ _K_CreateElicitationRequestForm: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestForm(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestForm:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestForm)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestedSchema"]
+    except KeyError:
         _missing(path, "requestedSchema")
-    else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj) - ("mode" in obj)
     v = obj.get("_meta", _MISSING)
     if v.__class__ is dict:
@@ -3290,29 +3335,32 @@ _K_CreateElicitationRequestUrl: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationRequestUrl(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationRequestUrl:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationRequestUrl)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
     n = len(obj) - ("mode" in obj)
@@ -3417,15 +3465,16 @@ _K_ElicitationSessionScope: Final[frozenset[str]] = frozenset(["sessionId", "too
 def _d_ElicitationSessionScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationSessionScope:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSessionScope)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -3480,15 +3529,15 @@ _K_ElicitationRequestScope: Final[frozenset[str]] = frozenset(["requestId"])
 def _d_ElicitationRequestScope(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationRequestScope:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationRequestScope)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestId"]
+    except KeyError:
         _missing(path, "requestId")
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 1 else _extra_fields(obj, _K_ElicitationRequestScope, path, ctx)
     )
@@ -3518,8 +3567,8 @@ _K_ElicitationSchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationSchema(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationSchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationSchema)
@@ -3668,22 +3717,24 @@ _K_EnumOption: Final[frozenset[str]] = frozenset(["const", "title", "description
 
 
 def _d_EnumOption(obj: Any, path: PathT, ctx: DecodeContext) -> EnumOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnumOption)
-    v = obj.get("const", _MISSING)
+    try:
+        v = obj["const"]
+    except KeyError:
+        _missing(path, "const")
     if v.__class__ is str:
         inst.const = v
-    elif v is _MISSING:
-        _missing(path, "const")
     else:
         _fail((path, "const"), "string", v)
-    v = obj.get("title", _MISSING)
+    try:
+        v = obj["title"]
+    except KeyError:
+        _missing(path, "title")
     if v.__class__ is str:
         inst.title = v
-    elif v is _MISSING:
-        _missing(path, "title")
     else:
         _fail((path, "title"), "string", v)
     if (n := len(obj)) == 2:
@@ -3773,8 +3824,8 @@ _K_StringPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_StringPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> StringPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4009,8 +4060,8 @@ _K_NumberPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_NumberPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> NumberPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NumberPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4156,8 +4207,8 @@ _K_IntegerPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_IntegerPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> IntegerPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IntegerPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4303,8 +4354,8 @@ _K_BooleanPropertySchema: Final[frozenset[str]] = frozenset(
 
 
 def _d_BooleanPropertySchema(obj: Any, path: PathT, ctx: DecodeContext) -> BooleanPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(BooleanPropertySchema)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -4411,11 +4462,14 @@ _K_StringMultiSelectItems: Final[frozenset[str]] = frozenset(["type", "enum", "_
 
 
 def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> StringMultiSelectItems:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(StringMultiSelectItems)
-    v = obj.get("enum", _MISSING)
+    try:
+        v = obj["enum"]
+    except KeyError:
+        _missing(path, "enum")
     if v.__class__ is list:
         p1 = (path, "enum")
         items1: list[str] = []
@@ -4424,8 +4478,6 @@ def _d_StringMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Stri
             items1.append(x if x.__class__ is str else _fail((p1, i), "string", x))
             i += 1
         inst.enum = items1
-    elif v is _MISSING:
-        _missing(path, "enum")
     else:
         inst.enum = _list_of(v, (path, "enum"), ctx, _d_str)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -4478,11 +4530,14 @@ _K_TitledMultiSelectItems: Final[frozenset[str]] = frozenset(["anyOf", "_meta"])
 
 
 def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> TitledMultiSelectItems:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TitledMultiSelectItems)
-    v = obj.get("anyOf", _MISSING)
+    try:
+        v = obj["anyOf"]
+    except KeyError:
+        _missing(path, "anyOf")
     if v.__class__ is list:
         p1 = (path, "anyOf")
         items1: list[EnumOption] = []
@@ -4498,8 +4553,6 @@ def _d_TitledMultiSelectItems(obj: Any, path: PathT, ctx: DecodeContext) -> Titl
             if held1:
                 _gc_release()
         inst.any_of = items1
-    elif v is _MISSING:
-        _missing(path, "anyOf")
     else:
         inst.any_of = _list_of(v, (path, "anyOf"), ctx, _d_EnumOption)
     if (n := len(obj)) == 1:
@@ -4555,21 +4608,23 @@ _K_MultiSelectPropertySchema: Final[frozenset[str]] = frozenset(
 def _d_MultiSelectPropertySchema(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> MultiSelectPropertySchema:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(MultiSelectPropertySchema)
-    v = obj.get("items", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _MultiSelectItems_TAGS.get(t1)) is not None
-    ):
-        inst.items = d1(v, (path, "items"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["items"]
+    except KeyError:
         _missing(path, "items")
-    else:
-        inst.items = _d_MultiSelectItems(v, (path, "items"), ctx)
+    d1: _Decodes[MultiSelectItems] = _d_MultiSelectItems
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _MultiSelectItems_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.items = d1(v, (path, "items"), ctx)
     if (n := len(obj) - ("type" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.title = UNSET
@@ -4729,15 +4784,15 @@ _K_ElicitationFormMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationFormMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationFormMode:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormMode)
-    v = obj.get("requestedSchema", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestedSchema"]
+    except KeyError:
         _missing(path, "requestedSchema")
-    else:
-        inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
+    inst.requested_schema = _d_ElicitationSchema(v, (path, "requestedSchema"), ctx)
     n = len(obj)
     v = obj.get("sessionId", _MISSING)
     if v.__class__ is str:
@@ -4806,22 +4861,24 @@ _K_ElicitationUrlMode: Final[frozenset[str]] = frozenset(
 
 
 def _d_ElicitationUrlMode(obj: Any, path: PathT, ctx: DecodeContext) -> ElicitationUrlMode:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlMode)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
     n = len(obj)
@@ -4892,20 +4949,20 @@ _K_AgentResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_AgentResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseResult:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseResult)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["result"]
+    except KeyError:
         _missing(path, "result")
-    else:
-        inst.result = v
+    inst.result = v
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseResult, path, ctx)
     )
@@ -4937,20 +4994,20 @@ _K_AgentResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_AgentResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> AgentResponseError:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["error"]
+    except KeyError:
         _missing(path, "error")
-    else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
+    inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_AgentResponseError, path, ctx)
     )
@@ -4979,8 +5036,8 @@ _K_AgentCapabilities: Final[frozenset[str]] = frozenset(["session", "auth", "_me
 
 
 def _d_AgentCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentCapabilities)
     if (n := len(obj)) == 0:
@@ -5083,23 +5140,24 @@ _K_InitializeResponse: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeResponse)
-    v = obj.get("protocolVersion", _MISSING)
+    try:
+        v = obj["protocolVersion"]
+    except KeyError:
+        _missing(path, "protocolVersion")
     if v.__class__ is int:
         inst.protocol_version = v
-    elif v is _MISSING:
-        _missing(path, "protocolVersion")
     else:
         inst.protocol_version = _as_int(v, (path, "protocolVersion"))
-    v = obj.get("info", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["info"]
+    except KeyError:
         _missing(path, "info")
-    else:
-        inst.info = _d_Implementation(v, (path, "info"), ctx)
+    inst.info = _d_Implementation(v, (path, "info"), ctx)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.capabilities = AgentCapabilities()
@@ -5130,14 +5188,15 @@ def _d_InitializeResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Initiali
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t4 := x.get("type")).__class__ is str
-                            and (d4 := _AuthMethod_TAGS.get(t4)) is not None
-                        ):
-                            items4.append(d4(x, (p4, i), ctx))
-                        else:
-                            items4.append(_d_AuthMethod(x, (p4, i), ctx))
+                        d4: _Decodes[AuthMethod] = _d_AuthMethod
+                        if x.__class__ is dict:
+                            try:
+                                t4 = x["type"]
+                                if t4.__class__ is str:
+                                    d4 = _AuthMethod_TAGS[t4]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items4.append(d4(x, (p4, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p4, i), exc, "item dropped")
                     i += 1
@@ -5230,22 +5289,24 @@ _K_Implementation: Final[frozenset[str]] = frozenset(["name", "version", "title"
 
 
 def _d_Implementation(obj: Any, path: PathT, ctx: DecodeContext) -> Implementation:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Implementation)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("version", _MISSING)
+    try:
+        v = obj["version"]
+    except KeyError:
+        _missing(path, "version")
     if v.__class__ is str:
         inst.version = v
-    elif v is _MISSING:
-        _missing(path, "version")
     else:
         _fail((path, "version"), "string", v)
     if (n := len(obj)) == 2:
@@ -5326,8 +5387,8 @@ _K_SessionCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> SessionCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionCapabilities)
     if (n := len(obj)) == 0:
@@ -5478,8 +5539,8 @@ _K_PromptCapabilities: Final[frozenset[str]] = frozenset(
 
 
 def _d_PromptCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> PromptCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptCapabilities)
     if (n := len(obj)) == 0:
@@ -5608,8 +5669,8 @@ _K_PromptImageCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_PromptImageCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> PromptImageCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptImageCapabilities)
     if (n := len(obj)) == 0:
@@ -5661,8 +5722,8 @@ _K_PromptAudioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_PromptAudioCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> PromptAudioCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptAudioCapabilities)
     if (n := len(obj)) == 0:
@@ -5714,8 +5775,8 @@ _K_PromptEmbeddedContextCapabilities: Final[frozenset[str]] = frozenset(["_meta"
 def _d_PromptEmbeddedContextCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> PromptEmbeddedContextCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptEmbeddedContextCapabilities)
     if (n := len(obj)) == 0:
@@ -5767,8 +5828,8 @@ _K_McpCapabilities: Final[frozenset[str]] = frozenset(["stdio", "http", "_meta"]
 
 
 def _d_McpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpCapabilities)
     if (n := len(obj)) == 0:
@@ -5859,8 +5920,8 @@ _K_McpStdioCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_McpStdioCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpStdioCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpStdioCapabilities)
     if (n := len(obj)) == 0:
@@ -5910,8 +5971,8 @@ _K_McpHttpCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_McpHttpCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> McpHttpCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpHttpCapabilities)
     if (n := len(obj)) == 0:
@@ -5963,8 +6024,8 @@ _K_SessionDeleteCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_SessionDeleteCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionDeleteCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionDeleteCapabilities)
     if (n := len(obj)) == 0:
@@ -6018,8 +6079,8 @@ _K_SessionAdditionalDirectoriesCapabilities: Final[frozenset[str]] = frozenset([
 def _d_SessionAdditionalDirectoriesCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionAdditionalDirectoriesCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionAdditionalDirectoriesCapabilities)
     if (n := len(obj)) == 0:
@@ -6078,8 +6139,8 @@ _K_AgentAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_AgentAuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AgentAuthCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentAuthCapabilities)
     if (n := len(obj)) == 0:
@@ -6131,22 +6192,24 @@ _K_EnvVariable: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_EnvVariable(obj: Any, path: PathT, ctx: DecodeContext) -> EnvVariable:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(EnvVariable)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
@@ -6200,22 +6263,24 @@ _K_AuthMethodTerminal: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodTerminal(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodTerminal:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodTerminal)
-    v = obj.get("methodId", _MISSING)
+    try:
+        v = obj["methodId"]
+    except KeyError:
+        _missing(path, "methodId")
     if v.__class__ is str:
         inst.method_id = v
-    elif v is _MISSING:
-        _missing(path, "methodId")
     else:
         _fail((path, "methodId"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -6361,22 +6426,24 @@ _K_AuthMethodAgent: Final[frozenset[str]] = frozenset(
 
 
 def _d_AuthMethodAgent(obj: Any, path: PathT, ctx: DecodeContext) -> AuthMethodAgent:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthMethodAgent)
-    v = obj.get("methodId", _MISSING)
+    try:
+        v = obj["methodId"]
+    except KeyError:
+        _missing(path, "methodId")
     if v.__class__ is str:
         inst.method_id = v
-    elif v is _MISSING:
-        _missing(path, "methodId")
     else:
         _fail((path, "methodId"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -6451,8 +6518,8 @@ _K_LoginAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LoginAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoginAuthResponse)
     if (n := len(obj)) == 0:
@@ -6500,8 +6567,8 @@ _K_LogoutAuthResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutAuthResponse(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAuthResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthResponse)
     if (n := len(obj)) == 0:
@@ -6549,15 +6616,16 @@ _K_NewSessionResponse: Final[frozenset[str]] = frozenset(["sessionId", "configOp
 
 
 def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionResponse)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -6578,14 +6646,15 @@ def _d_NewSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessi
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _SessionConfigOption_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_SessionConfigOption(x, (p2, i), ctx))
+                        d2: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _SessionConfigOption_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -6665,36 +6734,39 @@ _K_SessionConfigOptionSelect: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionSelect(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionSelect:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionSelect)
-    v = obj.get("configId", _MISSING)
+    try:
+        v = obj["configId"]
+    except KeyError:
+        _missing(path, "configId")
     if v.__class__ is str:
         inst.config_id = v
-    elif v is _MISSING:
-        _missing(path, "configId")
     else:
         _fail((path, "configId"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is str:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["options"]
+    except KeyError:
         _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     if (n := len(obj) - ("type" in obj)) == 4:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.description = UNSET
@@ -6796,29 +6868,32 @@ _K_SessionConfigOptionBoolean: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigOptionBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigOptionBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigOptionBoolean)
-    v = obj.get("configId", _MISSING)
+    try:
+        v = obj["configId"]
+    except KeyError:
+        _missing(path, "configId")
     if v.__class__ is str:
         inst.config_id = v
-    elif v is _MISSING:
-        _missing(path, "configId")
     else:
         _fail((path, "configId"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is bool:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -6921,22 +6996,24 @@ _K_SessionConfigSelectOption: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectOption(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectOption:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectOption)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
     if (n := len(obj)) == 2:
@@ -7014,25 +7091,30 @@ _K_SessionConfigSelectGroup: Final[frozenset[str]] = frozenset(
 def _d_SessionConfigSelectGroup(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionConfigSelectGroup:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelectGroup)
-    v = obj.get("groupId", _MISSING)
+    try:
+        v = obj["groupId"]
+    except KeyError:
+        _missing(path, "groupId")
     if v.__class__ is str:
         inst.group_id = v
-    elif v is _MISSING:
-        _missing(path, "groupId")
     else:
         _fail((path, "groupId"), "string", v)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("options", _MISSING)
+    try:
+        v = obj["options"]
+    except KeyError:
+        _missing(path, "options")
     if v.__class__ is list:
         try:
             p3 = (path, "options")
@@ -7054,8 +7136,6 @@ def _d_SessionConfigSelectGroup(
             inst.options = items3
         except DecodeError as exc:
             inst.options = _tolerated(ctx, (path, "options"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "options")
     else:
         try:
             inst.options = _skip_invalid(v, (path, "options"), ctx, _d_SessionConfigSelectOption)
@@ -7116,22 +7196,23 @@ _K_SessionConfigSelect: Final[frozenset[str]] = frozenset(["currentValue", "opti
 
 
 def _d_SessionConfigSelect(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigSelect:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigSelect)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is str:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "string", v)
-    v = obj.get("options", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["options"]
+    except KeyError:
         _missing(path, "options")
-    else:
-        inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
+    inst.options = _d_SessionConfigSelectOptions(v, (path, "options"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_SessionConfigSelect, path, ctx)
     )
@@ -7163,15 +7244,16 @@ _K_SessionConfigBoolean: Final[frozenset[str]] = frozenset(["currentValue"])
 
 
 def _d_SessionConfigBoolean(obj: Any, path: PathT, ctx: DecodeContext) -> SessionConfigBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionConfigBoolean)
-    v = obj.get("currentValue", _MISSING)
+    try:
+        v = obj["currentValue"]
+    except KeyError:
+        _missing(path, "currentValue")
     if v.__class__ is bool:
         inst.current_value = v
-    elif v is _MISSING:
-        _missing(path, "currentValue")
     else:
         _fail((path, "currentValue"), "boolean", v)
     inst.extra = (
@@ -7200,11 +7282,14 @@ _K_ListSessionsResponse: Final[frozenset[str]] = frozenset(["sessions", "nextCur
 
 
 def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsResponse)
-    v = obj.get("sessions", _MISSING)
+    try:
+        v = obj["sessions"]
+    except KeyError:
+        _missing(path, "sessions")
     if v.__class__ is list:
         try:
             p1 = (path, "sessions")
@@ -7226,8 +7311,6 @@ def _d_ListSessionsResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ListSe
             inst.sessions = items1
         except DecodeError as exc:
             inst.sessions = _tolerated(ctx, (path, "sessions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "sessions")
     else:
         try:
             inst.sessions = _skip_invalid(v, (path, "sessions"), ctx, _d_SessionInfo)
@@ -7303,22 +7386,24 @@ _K_SessionInfo: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfo(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfo:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfo)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
@@ -7443,8 +7528,8 @@ _K_DeleteSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_DeleteSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionResponse)
     if (n := len(obj)) == 0:
@@ -7492,8 +7577,8 @@ _K_ResumeSessionResponse: Final[frozenset[str]] = frozenset(["configOptions", "_
 
 
 def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionResponse)
     if (n := len(obj)) == 0:
@@ -7514,14 +7599,15 @@ def _d_ResumeSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> Resum
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                        d1: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _SessionConfigOption_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -7590,8 +7676,8 @@ _K_CloseSessionResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_CloseSessionResponse(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionResponse)
     if (n := len(obj)) == 0:
@@ -7641,11 +7727,14 @@ _K_SetSessionConfigOptionResponse: Final[frozenset[str]] = frozenset(["configOpt
 def _d_SetSessionConfigOptionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionResponse)
-    v = obj.get("configOptions", _MISSING)
+    try:
+        v = obj["configOptions"]
+    except KeyError:
+        _missing(path, "configOptions")
     if v.__class__ is list:
         try:
             p1 = (path, "configOptions")
@@ -7657,14 +7746,15 @@ def _d_SetSessionConfigOptionResponse(
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                        d1: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _SessionConfigOption_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -7674,8 +7764,6 @@ def _d_SetSessionConfigOptionResponse(
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "configOptions")
     else:
         try:
             inst.config_options = _skip_invalid(
@@ -7732,8 +7820,8 @@ _K_PromptResponse: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_PromptResponse(obj: Any, path: PathT, ctx: DecodeContext) -> PromptResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptResponse)
     if (n := len(obj)) == 0:
@@ -7787,22 +7875,24 @@ _K_Error: Final[frozenset[str]] = frozenset(["code", "message", "data"])
 
 
 def _d_Error(obj: Any, path: PathT, ctx: DecodeContext) -> Error:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Error)
-    v = obj.get("code", _MISSING)
+    try:
+        v = obj["code"]
+    except KeyError:
+        _missing(path, "code")
     if v.__class__ is int:
         inst.code = v
-    elif v is _MISSING:
-        _missing(path, "code")
     else:
         _fail((path, "code"), "integer", v)
-    v = obj.get("message", _MISSING)
+    try:
+        v = obj["message"]
+    except KeyError:
+        _missing(path, "message")
     if v.__class__ is str:
         inst.message = v
-    elif v is _MISSING:
-        _missing(path, "message")
     else:
         _fail((path, "message"), "string", v)
     if (n := len(obj)) == 2:
@@ -7855,15 +7945,16 @@ _K_AgentNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_AgentNotification(obj: Any, path: PathT, ctx: DecodeContext) -> AgentNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentNotification)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
@@ -7909,28 +8000,31 @@ _K_UpdateSessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "u
 def _d_UpdateSessionNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> UpdateSessionNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UpdateSessionNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("update", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("sessionUpdate")).__class__ is str
-        and (d2 := _SessionUpdate_TAGS.get(t2)) is not None
-    ):
-        inst.update = d2(v, (path, "update"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["update"]
+    except KeyError:
         _missing(path, "update")
-    else:
-        inst.update = _d_SessionUpdate(v, (path, "update"), ctx)
+    d2: _Decodes[SessionUpdate] = _d_SessionUpdate
+    if v.__class__ is dict:
+        try:
+            t2 = v["sessionUpdate"]
+            if t2.__class__ is str:
+                d2 = _SessionUpdate_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.update = d2(v, (path, "update"), ctx)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -7991,28 +8085,31 @@ _K_SessionUpdateUserMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateUserMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateUserMessageChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateUserMessageChunk)
-    v = obj.get("messageId", _MISSING)
+    try:
+        v = obj["messageId"]
+    except KeyError:
+        _missing(path, "messageId")
     if v.__class__ is str:
         inst.message_id = v
-    elif v is _MISSING:
-        _missing(path, "messageId")
     else:
         _fail((path, "messageId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("type")).__class__ is str
-        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-    ):
-        inst.content = d2(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d2: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t2 = v["type"]
+            if t2.__class__ is str:
+                d2 = _ContentBlock_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d2(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8078,28 +8175,31 @@ _K_SessionUpdateAgentMessageChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentMessageChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentMessageChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentMessageChunk)
-    v = obj.get("messageId", _MISSING)
+    try:
+        v = obj["messageId"]
+    except KeyError:
+        _missing(path, "messageId")
     if v.__class__ is str:
         inst.message_id = v
-    elif v is _MISSING:
-        _missing(path, "messageId")
     else:
         _fail((path, "messageId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("type")).__class__ is str
-        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-    ):
-        inst.content = d2(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d2: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t2 = v["type"]
+            if t2.__class__ is str:
+                d2 = _ContentBlock_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d2(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8165,28 +8265,31 @@ _K_SessionUpdateAgentThoughtChunk: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateAgentThoughtChunk(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateAgentThoughtChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateAgentThoughtChunk)
-    v = obj.get("messageId", _MISSING)
+    try:
+        v = obj["messageId"]
+    except KeyError:
+        _missing(path, "messageId")
     if v.__class__ is str:
         inst.message_id = v
-    elif v is _MISSING:
-        _missing(path, "messageId")
     else:
         _fail((path, "messageId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("type")).__class__ is str
-        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-    ):
-        inst.content = d2(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d2: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t2 = v["type"]
+            if t2.__class__ is str:
+                d2 = _ContentBlock_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d2(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8250,8 +8353,8 @@ _K_SessionUpdateStateUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate"]
 def _d_SessionUpdateStateUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateStateUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateStateUpdate)
     inst.extra = (
@@ -8298,15 +8401,16 @@ _K_SessionUpdateToolCallUpdate: Final[frozenset[str]] = frozenset(
 def _d_SessionUpdateToolCallUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SessionUpdateToolCallUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionUpdateToolCallUpdate)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -8363,14 +8467,15 @@ def _d_SessionUpdateToolCallUpdate(
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t5 := x.get("type")).__class__ is str
-                            and (d5 := _ToolCallContent_TAGS.get(t5)) is not None
-                        ):
-                            items5.append(d5(x, (p5, i), ctx))
-                        else:
-                            items5.append(_d_ToolCallContent(x, (p5, i), ctx))
+                        d5: _Decodes[ToolCallContent] = _d_ToolCallContent
+                        if x.__class__ is dict:
+                            try:
+                                t5 = x["type"]
+                                if t5.__class__ is str:
+                                    d5 = _ToolCallContent_TAGS[t5]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items5.append(d5(x, (p5, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p5, i), exc, "item dropped")
                     i += 1
@@ -8516,28 +8621,31 @@ _K_ContentChunk: Final[frozenset[str]] = frozenset(["messageId", "content", "_me
 
 
 def _d_ContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ContentChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ContentChunk)
-    v = obj.get("messageId", _MISSING)
+    try:
+        v = obj["messageId"]
+    except KeyError:
+        _missing(path, "messageId")
     if v.__class__ is str:
         inst.message_id = v
-    elif v is _MISSING:
-        _missing(path, "messageId")
     else:
         _fail((path, "messageId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("type")).__class__ is str
-        and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-    ):
-        inst.content = d2(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ContentBlock(v, (path, "content"), ctx)
+    d2: _Decodes[ContentBlock] = _d_ContentBlock
+    if v.__class__ is dict:
+        try:
+            t2 = v["type"]
+            if t2.__class__ is str:
+                d2 = _ContentBlock_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d2(v, (path, "content"), ctx)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -8592,15 +8700,16 @@ _K_UserMessage: Final[frozenset[str]] = frozenset(
 
 
 def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UserMessage)
-    v = obj.get("messageId", _MISSING)
+    try:
+        v = obj["messageId"]
+    except KeyError:
+        _missing(path, "messageId")
     if v.__class__ is str:
         inst.message_id = v
-    elif v is _MISSING:
-        _missing(path, "messageId")
     else:
         _fail((path, "messageId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -8621,14 +8730,15 @@ def _d_UserMessage(obj: Any, path: PathT, ctx: DecodeContext) -> UserMessage:
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                        d2: _Decodes[ContentBlock] = _d_ContentBlock
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _ContentBlock_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -8714,15 +8824,16 @@ _K_AgentMessage: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentMessage)
-    v = obj.get("messageId", _MISSING)
+    try:
+        v = obj["messageId"]
+    except KeyError:
+        _missing(path, "messageId")
     if v.__class__ is str:
         inst.message_id = v
-    elif v is _MISSING:
-        _missing(path, "messageId")
     else:
         _fail((path, "messageId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -8743,14 +8854,15 @@ def _d_AgentMessage(obj: Any, path: PathT, ctx: DecodeContext) -> AgentMessage:
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                        d2: _Decodes[ContentBlock] = _d_ContentBlock
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _ContentBlock_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -8836,15 +8948,16 @@ _K_AgentThought: Final[frozenset[str]] = frozenset(
 
 
 def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AgentThought)
-    v = obj.get("messageId", _MISSING)
+    try:
+        v = obj["messageId"]
+    except KeyError:
+        _missing(path, "messageId")
     if v.__class__ is str:
         inst.message_id = v
-    elif v is _MISSING:
-        _missing(path, "messageId")
     else:
         _fail((path, "messageId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -8865,14 +8978,15 @@ def _d_AgentThought(obj: Any, path: PathT, ctx: DecodeContext) -> AgentThought:
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t2 := x.get("type")).__class__ is str
-                            and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                        ):
-                            items2.append(d2(x, (p2, i), ctx))
-                        else:
-                            items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                        d2: _Decodes[ContentBlock] = _d_ContentBlock
+                        if x.__class__ is dict:
+                            try:
+                                t2 = x["type"]
+                                if t2.__class__ is str:
+                                    d2 = _ContentBlock_TAGS[t2]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items2.append(d2(x, (p2, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p2, i), exc, "item dropped")
                     i += 1
@@ -8956,8 +9070,8 @@ _K_RunningStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta"])
 
 
 def _d_RunningStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> RunningStateUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RunningStateUpdate)
     if (n := len(obj) - ("state" in obj)) == 0:
@@ -9006,8 +9120,8 @@ _K_IdleStateUpdate: Final[frozenset[str]] = frozenset(["state", "stopReason", "_
 
 
 def _d_IdleStateUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> IdleStateUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(IdleStateUpdate)
     if (n := len(obj) - ("state" in obj)) == 0:
@@ -9081,8 +9195,8 @@ _K_RequiresActionStateUpdate: Final[frozenset[str]] = frozenset(["state", "_meta
 def _d_RequiresActionStateUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequiresActionStateUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequiresActionStateUpdate)
     if (n := len(obj) - ("state" in obj)) == 0:
@@ -9137,28 +9251,31 @@ _K_ToolCallContentChunk: Final[frozenset[str]] = frozenset(
 
 
 def _d_ToolCallContentChunk(obj: Any, path: PathT, ctx: DecodeContext) -> ToolCallContentChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ToolCallContentChunk)
-    v = obj.get("toolCallId", _MISSING)
+    try:
+        v = obj["toolCallId"]
+    except KeyError:
+        _missing(path, "toolCallId")
     if v.__class__ is str:
         inst.tool_call_id = v
-    elif v is _MISSING:
-        _missing(path, "toolCallId")
     else:
         _fail((path, "toolCallId"), "string", v)
-    v = obj.get("content", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t2 := v.get("type")).__class__ is str
-        and (d2 := _ToolCallContent_TAGS.get(t2)) is not None
-    ):
-        inst.content = d2(v, (path, "content"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["content"]
+    except KeyError:
         _missing(path, "content")
-    else:
-        inst.content = _d_ToolCallContent(v, (path, "content"), ctx)
+    d2: _Decodes[ToolCallContent] = _d_ToolCallContent
+    if v.__class__ is dict:
+        try:
+            t2 = v["type"]
+            if t2.__class__ is str:
+                d2 = _ToolCallContent_TAGS[t2]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.content = d2(v, (path, "content"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9220,15 +9337,16 @@ _K_TerminalOutput: Final[frozenset[str]] = frozenset(["data", "_meta"])
 
 
 def _d_TerminalOutput(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutput:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutput)
-    v = obj.get("data", _MISSING)
+    try:
+        v = obj["data"]
+    except KeyError:
+        _missing(path, "data")
     if v.__class__ is str:
         inst.data = v
-    elif v is _MISSING:
-        _missing(path, "data")
     else:
         _fail((path, "data"), "string", v)
     if (n := len(obj)) == 1:
@@ -9279,8 +9397,8 @@ _K_TerminalExitStatus: Final[frozenset[str]] = frozenset(["exitCode", "signal", 
 
 
 def _d_TerminalExitStatus(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalExitStatus:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalExitStatus)
     if (n := len(obj)) == 0:
@@ -9376,15 +9494,16 @@ _K_TerminalUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalUpdate)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
@@ -9509,22 +9628,24 @@ _K_TerminalOutputChunk: Final[frozenset[str]] = frozenset(
 
 
 def _d_TerminalOutputChunk(obj: Any, path: PathT, ctx: DecodeContext) -> TerminalOutputChunk:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalOutputChunk)
-    v = obj.get("terminalId", _MISSING)
+    try:
+        v = obj["terminalId"]
+    except KeyError:
+        _missing(path, "terminalId")
     if v.__class__ is str:
         inst.terminal_id = v
-    elif v is _MISSING:
-        _missing(path, "terminalId")
     else:
         _fail((path, "terminalId"), "string", v)
-    v = obj.get("data", _MISSING)
+    try:
+        v = obj["data"]
+    except KeyError:
+        _missing(path, "data")
     if v.__class__ is str:
         inst.data = v
-    elif v is _MISSING:
-        _missing(path, "data")
     else:
         _fail((path, "data"), "string", v)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -9584,29 +9705,32 @@ _K_PlanEntry: Final[frozenset[str]] = frozenset(["content", "priority", "status"
 
 
 def _d_PlanEntry(obj: Any, path: PathT, ctx: DecodeContext) -> PlanEntry:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanEntry)
-    v = obj.get("content", _MISSING)
+    try:
+        v = obj["content"]
+    except KeyError:
+        _missing(path, "content")
     if v.__class__ is str:
         inst.content = v
-    elif v is _MISSING:
-        _missing(path, "content")
     else:
         _fail((path, "content"), "string", v)
-    v = obj.get("priority", _MISSING)
+    try:
+        v = obj["priority"]
+    except KeyError:
+        _missing(path, "priority")
     if v.__class__ is str:
         inst.priority = v
-    elif v is _MISSING:
-        _missing(path, "priority")
     else:
         _fail((path, "priority"), "string", v)
-    v = obj.get("status", _MISSING)
+    try:
+        v = obj["status"]
+    except KeyError:
+        _missing(path, "status")
     if v.__class__ is str:
         inst.status = v
-    elif v is _MISSING:
-        _missing(path, "status")
     else:
         _fail((path, "status"), "string", v)
     if (n := len(obj)) == 3:
@@ -9666,18 +9790,22 @@ _K_PlanItems: Final[frozenset[str]] = frozenset(["type", "planId", "entries", "_
 
 
 def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanItems)
-    v = obj.get("planId", _MISSING)
+    try:
+        v = obj["planId"]
+    except KeyError:
+        _missing(path, "planId")
     if v.__class__ is str:
         inst.plan_id = v
-    elif v is _MISSING:
-        _missing(path, "planId")
     else:
         _fail((path, "planId"), "string", v)
-    v = obj.get("entries", _MISSING)
+    try:
+        v = obj["entries"]
+    except KeyError:
+        _missing(path, "entries")
     if v.__class__ is list:
         try:
             p2 = (path, "entries")
@@ -9699,8 +9827,6 @@ def _d_PlanItems(obj: Any, path: PathT, ctx: DecodeContext) -> PlanItems:
             inst.entries = items2
         except DecodeError as exc:
             inst.entries = _tolerated(ctx, (path, "entries"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "entries")
     else:
         try:
             inst.entries = _skip_invalid(v, (path, "entries"), ctx, _d_PlanEntry)
@@ -9763,21 +9889,23 @@ _K_PlanUpdate: Final[frozenset[str]] = frozenset(["sessionUpdate", "plan", "_met
 
 
 def _d_PlanUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> PlanUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PlanUpdate)
-    v = obj.get("plan", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("type")).__class__ is str
-        and (d1 := _PlanUpdateContent_TAGS.get(t1)) is not None
-    ):
-        inst.plan = d1(v, (path, "plan"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["plan"]
+    except KeyError:
         _missing(path, "plan")
-    else:
-        inst.plan = _d_PlanUpdateContent(v, (path, "plan"), ctx)
+    d1: _Decodes[PlanUpdateContent] = _d_PlanUpdateContent
+    if v.__class__ is dict:
+        try:
+            t1 = v["type"]
+            if t1.__class__ is str:
+                d1 = _PlanUpdateContent_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.plan = d1(v, (path, "plan"), ctx)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -9826,22 +9954,24 @@ _K_AvailableCommand: Final[frozenset[str]] = frozenset(["name", "description", "
 
 
 def _d_AvailableCommand(obj: Any, path: PathT, ctx: DecodeContext) -> AvailableCommand:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommand)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("description", _MISSING)
+    try:
+        v = obj["description"]
+    except KeyError:
+        _missing(path, "description")
     if v.__class__ is str:
         inst.description = v
-    elif v is _MISSING:
-        _missing(path, "description")
     else:
         _fail((path, "description"), "string", v)
     if (n := len(obj)) == 2:
@@ -9914,15 +10044,16 @@ _K_TextCommandInput: Final[frozenset[str]] = frozenset(["type", "hint", "_meta"]
 
 
 def _d_TextCommandInput(obj: Any, path: PathT, ctx: DecodeContext) -> TextCommandInput:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TextCommandInput)
-    v = obj.get("hint", _MISSING)
+    try:
+        v = obj["hint"]
+    except KeyError:
+        _missing(path, "hint")
     if v.__class__ is str:
         inst.hint = v
-    elif v is _MISSING:
-        _missing(path, "hint")
     else:
         _fail((path, "hint"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 1:
@@ -9977,11 +10108,14 @@ _K_AvailableCommandsUpdate: Final[frozenset[str]] = frozenset(
 def _d_AvailableCommandsUpdate(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> AvailableCommandsUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AvailableCommandsUpdate)
-    v = obj.get("availableCommands", _MISSING)
+    try:
+        v = obj["availableCommands"]
+    except KeyError:
+        _missing(path, "availableCommands")
     if v.__class__ is list:
         try:
             p1 = (path, "availableCommands")
@@ -10003,8 +10137,6 @@ def _d_AvailableCommandsUpdate(
             inst.available_commands = items1
         except DecodeError as exc:
             inst.available_commands = _tolerated(ctx, (path, "availableCommands"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "availableCommands")
     else:
         try:
             inst.available_commands = _skip_invalid(
@@ -10067,11 +10199,14 @@ _K_ConfigOptionUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOptionUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ConfigOptionUpdate)
-    v = obj.get("configOptions", _MISSING)
+    try:
+        v = obj["configOptions"]
+    except KeyError:
+        _missing(path, "configOptions")
     if v.__class__ is list:
         try:
             p1 = (path, "configOptions")
@@ -10083,14 +10218,15 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t1 := x.get("type")).__class__ is str
-                            and (d1 := _SessionConfigOption_TAGS.get(t1)) is not None
-                        ):
-                            items1.append(d1(x, (p1, i), ctx))
-                        else:
-                            items1.append(_d_SessionConfigOption(x, (p1, i), ctx))
+                        d1: _Decodes[SessionConfigOption] = _d_SessionConfigOption
+                        if x.__class__ is dict:
+                            try:
+                                t1 = x["type"]
+                                if t1.__class__ is str:
+                                    d1 = _SessionConfigOption_TAGS[t1]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items1.append(d1(x, (p1, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p1, i), exc, "item dropped")
                     i += 1
@@ -10100,8 +10236,6 @@ def _d_ConfigOptionUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> ConfigOp
             inst.config_options = items1
         except DecodeError as exc:
             inst.config_options = _tolerated(ctx, (path, "configOptions"), exc, [])
-    elif v is _MISSING:
-        _missing(path, "configOptions")
     else:
         try:
             inst.config_options = _skip_invalid(
@@ -10164,8 +10298,8 @@ _K_SessionInfoUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_SessionInfoUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> SessionInfoUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SessionInfoUpdate)
     if (n := len(obj) - ("sessionUpdate" in obj)) == 0:
@@ -10257,22 +10391,24 @@ _K_Cost: Final[frozenset[str]] = frozenset(["amount", "currency", "_meta"])
 
 
 def _d_Cost(obj: Any, path: PathT, ctx: DecodeContext) -> Cost:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(Cost)
-    v = obj.get("amount", _MISSING)
+    try:
+        v = obj["amount"]
+    except KeyError:
+        _missing(path, "amount")
     if v.__class__ is float:
         inst.amount = v
-    elif v is _MISSING:
-        _missing(path, "amount")
     else:
         inst.amount = _as_float(v, (path, "amount"))
-    v = obj.get("currency", _MISSING)
+    try:
+        v = obj["currency"]
+    except KeyError:
+        _missing(path, "currency")
     if v.__class__ is str:
         inst.currency = v
-    elif v is _MISSING:
-        _missing(path, "currency")
     else:
         _fail((path, "currency"), "string", v)
     if (n := len(obj)) == 2:
@@ -10326,22 +10462,24 @@ _K_UsageUpdate: Final[frozenset[str]] = frozenset(
 
 
 def _d_UsageUpdate(obj: Any, path: PathT, ctx: DecodeContext) -> UsageUpdate:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(UsageUpdate)
-    v = obj.get("used", _MISSING)
+    try:
+        v = obj["used"]
+    except KeyError:
+        _missing(path, "used")
     if v.__class__ is int:
         inst.used = v
-    elif v is _MISSING:
-        _missing(path, "used")
     else:
         inst.used = _as_int(v, (path, "used"))
-    v = obj.get("size", _MISSING)
+    try:
+        v = obj["size"]
+    except KeyError:
+        _missing(path, "size")
     if v.__class__ is int:
         inst.size = v
-    elif v is _MISSING:
-        _missing(path, "size")
     else:
         inst.size = _as_int(v, (path, "size"))
     if (n := len(obj) - ("sessionUpdate" in obj)) == 2:
@@ -10417,15 +10555,16 @@ _K_CompleteElicitationNotification: Final[frozenset[str]] = frozenset(["elicitat
 def _d_CompleteElicitationNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CompleteElicitationNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CompleteElicitationNotification)
-    v = obj.get("elicitationId", _MISSING)
+    try:
+        v = obj["elicitationId"]
+    except KeyError:
+        _missing(path, "elicitationId")
     if v.__class__ is str:
         inst.elicitation_id = v
-    elif v is _MISSING:
-        _missing(path, "elicitationId")
     else:
         _fail((path, "elicitationId"), "string", v)
     if (n := len(obj)) == 1:
@@ -10479,20 +10618,21 @@ _K_ClientRequest: Final[frozenset[str]] = frozenset(["id", "method", "params"])
 
 
 def _d_ClientRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ClientRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientRequest)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("method", _MISSING)
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 2:
@@ -10538,8 +10678,8 @@ _K_ClientCapabilities: Final[frozenset[str]] = frozenset(["auth", "elicitation",
 
 
 def _d_ClientCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> ClientCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientCapabilities)
     if (n := len(obj)) == 0:
@@ -10641,23 +10781,24 @@ _K_InitializeRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_InitializeRequest(obj: Any, path: PathT, ctx: DecodeContext) -> InitializeRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     absent: list[str] = []
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(InitializeRequest)
-    v = obj.get("protocolVersion", _MISSING)
+    try:
+        v = obj["protocolVersion"]
+    except KeyError:
+        _missing(path, "protocolVersion")
     if v.__class__ is int:
         inst.protocol_version = v
-    elif v is _MISSING:
-        _missing(path, "protocolVersion")
     else:
         inst.protocol_version = _as_int(v, (path, "protocolVersion"))
-    v = obj.get("info", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["info"]
+    except KeyError:
         _missing(path, "info")
-    else:
-        inst.info = _d_Implementation(v, (path, "info"), ctx)
+    inst.info = _d_Implementation(v, (path, "info"), ctx)
     if (n := len(obj)) == 2:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.capabilities = ClientCapabilities()
@@ -10739,8 +10880,8 @@ _K_AuthCapabilities: Final[frozenset[str]] = frozenset(["terminal", "_meta"])
 
 
 def _d_AuthCapabilities(obj: Any, path: PathT, ctx: DecodeContext) -> AuthCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(AuthCapabilities)
     if (n := len(obj)) == 0:
@@ -10820,8 +10961,8 @@ _K_TerminalAuthCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_TerminalAuthCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> TerminalAuthCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(TerminalAuthCapabilities)
     if (n := len(obj)) == 0:
@@ -10875,8 +11016,8 @@ _K_ElicitationCapabilities: Final[frozenset[str]] = frozenset(["form", "url", "_
 def _d_ElicitationCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationCapabilities)
     if (n := len(obj)) == 0:
@@ -10971,8 +11112,8 @@ _K_ElicitationFormCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationFormCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationFormCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationFormCapabilities)
     if (n := len(obj)) == 0:
@@ -11028,8 +11169,8 @@ _K_ElicitationUrlCapabilities: Final[frozenset[str]] = frozenset(["_meta"])
 def _d_ElicitationUrlCapabilities(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationUrlCapabilities:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationUrlCapabilities)
     if (n := len(obj)) == 0:
@@ -11083,15 +11224,16 @@ _K_LoginAuthRequest: Final[frozenset[str]] = frozenset(["methodId", "_meta"])
 
 
 def _d_LoginAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LoginAuthRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LoginAuthRequest)
-    v = obj.get("methodId", _MISSING)
+    try:
+        v = obj["methodId"]
+    except KeyError:
+        _missing(path, "methodId")
     if v.__class__ is str:
         inst.method_id = v
-    elif v is _MISSING:
-        _missing(path, "methodId")
     else:
         _fail((path, "methodId"), "string", v)
     if (n := len(obj)) == 1:
@@ -11148,8 +11290,8 @@ _K_LogoutAuthRequest: Final[frozenset[str]] = frozenset(["_meta"])
 
 
 def _d_LogoutAuthRequest(obj: Any, path: PathT, ctx: DecodeContext) -> LogoutAuthRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(LogoutAuthRequest)
     if (n := len(obj)) == 0:
@@ -11205,15 +11347,16 @@ _K_NewSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(NewSessionRequest)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 1:
@@ -11264,14 +11407,15 @@ def _d_NewSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> NewSessio
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t3 := x.get("type")).__class__ is str
-                            and (d3 := _McpServer_TAGS.get(t3)) is not None
-                        ):
-                            items3.append(d3(x, (p3, i), ctx))
-                        else:
-                            items3.append(_d_McpServer(x, (p3, i), ctx))
+                        d3: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t3 = x["type"]
+                                if t3.__class__ is str:
+                                    d3 = _McpServer_TAGS[t3]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items3.append(d3(x, (p3, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p3, i), exc, "item dropped")
                     i += 1
@@ -11351,22 +11495,24 @@ _K_HttpHeader: Final[frozenset[str]] = frozenset(["name", "value", "_meta"])
 
 
 def _d_HttpHeader(obj: Any, path: PathT, ctx: DecodeContext) -> HttpHeader:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(HttpHeader)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj)) == 2:
@@ -11418,22 +11564,24 @@ _K_McpServerHttp: Final[frozenset[str]] = frozenset(["type", "name", "url", "hea
 
 
 def _d_McpServerHttp(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerHttp:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerHttp)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("url", _MISSING)
+    try:
+        v = obj["url"]
+    except KeyError:
+        _missing(path, "url")
     if v.__class__ is str:
         inst.url = v
-    elif v is _MISSING:
-        _missing(path, "url")
     else:
         _fail((path, "url"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -11519,22 +11667,24 @@ _K_McpServerStdio: Final[frozenset[str]] = frozenset(
 
 
 def _d_McpServerStdio(obj: Any, path: PathT, ctx: DecodeContext) -> McpServerStdio:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(McpServerStdio)
-    v = obj.get("name", _MISSING)
+    try:
+        v = obj["name"]
+    except KeyError:
+        _missing(path, "name")
     if v.__class__ is str:
         inst.name = v
-    elif v is _MISSING:
-        _missing(path, "name")
     else:
         _fail((path, "name"), "string", v)
-    v = obj.get("command", _MISSING)
+    try:
+        v = obj["command"]
+    except KeyError:
+        _missing(path, "command")
     if v.__class__ is str:
         inst.command = v
-    elif v is _MISSING:
-        _missing(path, "command")
     else:
         _fail((path, "command"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 2:
@@ -11637,8 +11787,8 @@ _K_ListSessionsRequest: Final[frozenset[str]] = frozenset(["cwd", "cursor", "_me
 
 
 def _d_ListSessionsRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ListSessionsRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ListSessionsRequest)
     if (n := len(obj)) == 0:
@@ -11721,15 +11871,16 @@ _K_DeleteSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"
 
 
 def _d_DeleteSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> DeleteSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(DeleteSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -11783,22 +11934,24 @@ _K_ResumeSessionRequest: Final[frozenset[str]] = frozenset(
 
 
 def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> ResumeSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ResumeSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("cwd", _MISSING)
+    try:
+        v = obj["cwd"]
+    except KeyError:
+        _missing(path, "cwd")
     if v.__class__ is str:
         inst.cwd = v
-    elif v is _MISSING:
-        _missing(path, "cwd")
     else:
         _fail((path, "cwd"), "string", v)
     if (n := len(obj)) == 2:
@@ -11850,14 +12003,15 @@ def _d_ResumeSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> Resume
                 i = 0
                 for x in v:
                     try:
-                        if (
-                            x.__class__ is dict
-                            and (t4 := x.get("type")).__class__ is str
-                            and (d4 := _McpServer_TAGS.get(t4)) is not None
-                        ):
-                            items4.append(d4(x, (p4, i), ctx))
-                        else:
-                            items4.append(_d_McpServer(x, (p4, i), ctx))
+                        d4: _Decodes[McpServer] = _d_McpServer
+                        if x.__class__ is dict:
+                            try:
+                                t4 = x["type"]
+                                if t4.__class__ is str:
+                                    d4 = _McpServer_TAGS[t4]
+                            except KeyError:
+                                pass  # no tag, or an unknown one: the union's decoder decides
+                        items4.append(d4(x, (p4, i), ctx))
                     except DecodeError as exc:
                         ctx.tolerated((p4, i), exc, "item dropped")
                     i += 1
@@ -11961,8 +12115,8 @@ _K_ReplayFromStart: Final[frozenset[str]] = frozenset(["type", "_meta"])
 
 
 def _d_ReplayFromStart(obj: Any, path: PathT, ctx: DecodeContext) -> ReplayFromStart:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ReplayFromStart)
     if (n := len(obj) - ("type" in obj)) == 0:
@@ -12011,15 +12165,16 @@ _K_CloseSessionRequest: Final[frozenset[str]] = frozenset(["sessionId", "_meta"]
 
 
 def _d_CloseSessionRequest(obj: Any, path: PathT, ctx: DecodeContext) -> CloseSessionRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CloseSessionRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -12077,29 +12232,32 @@ _K_SetSessionConfigOptionRequestId: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestId(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestId:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestId)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("configId", _MISSING)
+    try:
+        v = obj["configId"]
+    except KeyError:
+        _missing(path, "configId")
     if v.__class__ is str:
         inst.config_id = v
-    elif v is _MISSING:
-        _missing(path, "configId")
     else:
         _fail((path, "configId"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is str:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "string", v)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -12167,29 +12325,32 @@ _K_SetSessionConfigOptionRequestBoolean: Final[frozenset[str]] = frozenset(
 def _d_SetSessionConfigOptionRequestBoolean(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SetSessionConfigOptionRequestBoolean:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SetSessionConfigOptionRequestBoolean)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("configId", _MISSING)
+    try:
+        v = obj["configId"]
+    except KeyError:
+        _missing(path, "configId")
     if v.__class__ is str:
         inst.config_id = v
-    elif v is _MISSING:
-        _missing(path, "configId")
     else:
         _fail((path, "configId"), "string", v)
-    v = obj.get("value", _MISSING)
+    try:
+        v = obj["value"]
+    except KeyError:
+        _missing(path, "value")
     if v.__class__ is bool:
         inst.value = v
-    elif v is _MISSING:
-        _missing(path, "value")
     else:
         _fail((path, "value"), "boolean", v)
     if (n := len(obj) - ("type" in obj)) == 3:
@@ -12255,18 +12416,22 @@ _K_PromptRequest: Final[frozenset[str]] = frozenset(["sessionId", "prompt", "_me
 
 
 def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(PromptRequest)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
-    v = obj.get("prompt", _MISSING)
+    try:
+        v = obj["prompt"]
+    except KeyError:
+        _missing(path, "prompt")
     if v.__class__ is list:
         p2 = (path, "prompt")
         items2: list[ContentBlock] = []
@@ -12276,21 +12441,20 @@ def _d_PromptRequest(obj: Any, path: PathT, ctx: DecodeContext) -> PromptRequest
         try:
             i = 0
             for x in v:
-                if (
-                    x.__class__ is dict
-                    and (t2 := x.get("type")).__class__ is str
-                    and (d2 := _ContentBlock_TAGS.get(t2)) is not None
-                ):
-                    items2.append(d2(x, (p2, i), ctx))
-                else:
-                    items2.append(_d_ContentBlock(x, (p2, i), ctx))
+                d2: _Decodes[ContentBlock] = _d_ContentBlock
+                if x.__class__ is dict:
+                    try:
+                        t2 = x["type"]
+                        if t2.__class__ is str:
+                            d2 = _ContentBlock_TAGS[t2]
+                    except KeyError:
+                        pass  # no tag, or an unknown one: the union's decoder decides
+                items2.append(d2(x, (p2, i), ctx))
                 i += 1
         finally:
             if held2:
                 _gc_release()
         inst.prompt = items2
-    elif v is _MISSING:
-        _missing(path, "prompt")
     else:
         inst.prompt = _list_of(v, (path, "prompt"), ctx, _d_ContentBlock)
     if (n := len(obj)) == 2:
@@ -12359,20 +12523,20 @@ _K_ClientResponseResult: Final[frozenset[str]] = frozenset(["id", "result"])
 
 
 def _d_ClientResponseResult(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseResult:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseResult)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("result", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["result"]
+    except KeyError:
         _missing(path, "result")
-    else:
-        inst.result = v
+    inst.result = v
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseResult, path, ctx)
     )
@@ -12404,20 +12568,20 @@ _K_ClientResponseError: Final[frozenset[str]] = frozenset(["id", "error"])
 
 
 def _d_ClientResponseError(obj: Any, path: PathT, ctx: DecodeContext) -> ClientResponseError:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientResponseError)
-    v = obj.get("id", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["id"]
+    except KeyError:
         _missing(path, "id")
-    else:
-        inst.id = _d_RequestId(v, (path, "id"), ctx)
-    v = obj.get("error", _MISSING)
-    if v is _MISSING:
+    inst.id = _d_RequestId(v, (path, "id"), ctx)
+    try:
+        v = obj["error"]
+    except KeyError:
         _missing(path, "error")
-    else:
-        inst.error = _d_Error(v, (path, "error"), ctx)
+    inst.error = _d_Error(v, (path, "error"), ctx)
     inst.extra = (
         _NO_EXTRA if len(obj) == 2 else _extra_fields(obj, _K_ClientResponseError, path, ctx)
     )
@@ -12448,21 +12612,23 @@ _K_RequestPermissionResponse: Final[frozenset[str]] = frozenset(["outcome", "_me
 def _d_RequestPermissionResponse(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionResponse:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionResponse)
-    v = obj.get("outcome", _MISSING)
-    if (
-        v.__class__ is dict
-        and (t1 := v.get("outcome")).__class__ is str
-        and (d1 := _RequestPermissionOutcome_TAGS.get(t1)) is not None
-    ):
-        inst.outcome = d1(v, (path, "outcome"), ctx)
-    elif v is _MISSING:
+    try:
+        v = obj["outcome"]
+    except KeyError:
         _missing(path, "outcome")
-    else:
-        inst.outcome = _d_RequestPermissionOutcome(v, (path, "outcome"), ctx)
+    d1: _Decodes[RequestPermissionOutcome] = _d_RequestPermissionOutcome
+    if v.__class__ is dict:
+        try:
+            t1 = v["outcome"]
+            if t1.__class__ is str:
+                d1 = _RequestPermissionOutcome_TAGS[t1]
+        except KeyError:
+            pass  # no tag, or an unknown one: the union's decoder decides
+    inst.outcome = d1(v, (path, "outcome"), ctx)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
@@ -12514,8 +12680,8 @@ _K_RequestPermissionOutcomeCancelled: Final[frozenset[str]] = frozenset(["outcom
 def _d_RequestPermissionOutcomeCancelled(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> RequestPermissionOutcomeCancelled:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(RequestPermissionOutcomeCancelled)
     inst.extra = (
@@ -12556,15 +12722,16 @@ _K_SelectedPermissionOutcome: Final[frozenset[str]] = frozenset(["outcome", "opt
 def _d_SelectedPermissionOutcome(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> SelectedPermissionOutcome:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(SelectedPermissionOutcome)
-    v = obj.get("optionId", _MISSING)
+    try:
+        v = obj["optionId"]
+    except KeyError:
+        _missing(path, "optionId")
     if v.__class__ is str:
         inst.option_id = v
-    elif v is _MISSING:
-        _missing(path, "optionId")
     else:
         _fail((path, "optionId"), "string", v)
     if (n := len(obj) - ("outcome" in obj)) == 1:
@@ -12623,8 +12790,8 @@ _K_CreateElicitationResponseAccept: Final[frozenset[str]] = frozenset(
 def _d_CreateElicitationResponseAccept(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseAccept:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseAccept)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12703,8 +12870,8 @@ _K_CreateElicitationResponseDecline: Final[frozenset[str]] = frozenset(["action"
 def _d_CreateElicitationResponseDecline(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseDecline:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseDecline)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12761,8 +12928,8 @@ _K_CreateElicitationResponseCancel: Final[frozenset[str]] = frozenset(["action",
 def _d_CreateElicitationResponseCancel(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CreateElicitationResponseCancel:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CreateElicitationResponseCancel)
     if (n := len(obj) - ("action" in obj)) == 0:
@@ -12819,8 +12986,8 @@ _K_ElicitationAcceptAction: Final[frozenset[str]] = frozenset(["content"])
 def _d_ElicitationAcceptAction(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ElicitationAcceptAction:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ElicitationAcceptAction)
     if (n := len(obj)) == 0:
@@ -12866,15 +13033,16 @@ _K_ClientNotification: Final[frozenset[str]] = frozenset(["method", "params"])
 
 
 def _d_ClientNotification(obj: Any, path: PathT, ctx: DecodeContext) -> ClientNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ClientNotification)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
@@ -12920,15 +13088,16 @@ _K_CancelSessionNotification: Final[frozenset[str]] = frozenset(["sessionId", "_
 def _d_CancelSessionNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CancelSessionNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelSessionNotification)
-    v = obj.get("sessionId", _MISSING)
+    try:
+        v = obj["sessionId"]
+    except KeyError:
+        _missing(path, "sessionId")
     if v.__class__ is str:
         inst.session_id = v
-    elif v is _MISSING:
-        _missing(path, "sessionId")
     else:
         _fail((path, "sessionId"), "string", v)
     if (n := len(obj)) == 1:
@@ -12985,15 +13154,16 @@ _K_ProtocolLevelNotification: Final[frozenset[str]] = frozenset(["method", "para
 def _d_ProtocolLevelNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> ProtocolLevelNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(ProtocolLevelNotification)
-    v = obj.get("method", _MISSING)
+    try:
+        v = obj["method"]
+    except KeyError:
+        _missing(path, "method")
     if v.__class__ is str:
         inst.method = v
-    elif v is _MISSING:
-        _missing(path, "method")
     else:
         _fail((path, "method"), "string", v)
     if (n := len(obj)) == 1:
@@ -13041,15 +13211,15 @@ _K_CancelRequestNotification: Final[frozenset[str]] = frozenset(["requestId", "_
 def _d_CancelRequestNotification(
     obj: Any, path: PathT, ctx: DecodeContext
 ) -> CancelRequestNotification:
-    if obj.__class__ is not dict and not _is_object(obj):
-        _fail(path, "object", obj)
+    if obj.__class__ is not dict:
+        obj = _plain_object(obj, path)
     # Built without calling __init__: every field is set below (required fields first).
     inst = _new(CancelRequestNotification)
-    v = obj.get("requestId", _MISSING)
-    if v is _MISSING:
+    try:
+        v = obj["requestId"]
+    except KeyError:
         _missing(path, "requestId")
-    else:
-        inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
+    inst.request_id = _d_RequestId(v, (path, "requestId"), ctx)
     if (n := len(obj)) == 1:
         # Only the required fields: every optional field is absent, no field is unknown.
         inst.meta = UNSET
