@@ -6,8 +6,13 @@ websockets-sansio), in the same run, with the same raw WebSocket clients:
 1. busy: CONNS concurrent connections, one session each, every one doing TURNS prompt turns
    of UPDATES `session/update` notifications (~60 characters of text each): messages/s (updates
    received by the clients over the busy phase's wall time), p50/p99 turn latency, and RSS per
-   connection (the server's RSS with every connection open, less its RSS before any);
-2. idle: IDLE connections, each initialized with one session, then held: RSS per connection;
+   connection: the marginal cost, the server's RSS with every connection open less its RSS
+   with the first half open, over the second half. (Not "less its RSS before any": the heap
+   that start-up leaves free, which compiling from source without cached bytecode makes
+   several MB larger, was reused by the first connections and hid their cost; generated/ is
+   compiled to bytecode first, as pip compiles an installed package);
+2. idle: IDLE connections, each initialized with one session, then held: RSS per connection,
+   measured the same way;
 3. ours on 2 uvicorn workers, clients spread over both: every update a client receives must
    name its own session and come from the worker that made the session (nothing crosses
    wires, each session stays on its worker); the connections per worker are printed.
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import inspect
 import json
 import os
@@ -330,35 +336,33 @@ def run_clients(
     turns: int,
     updates: int,
     check: bool = False,
+    on_half: Any = None,
     on_ready: Any = None,
     on_done: Any = None,
 ) -> list[dict[str, Any]]:
-    shares = [conns // procs + (1 if i < conns % procs else 0) for i in range(procs)]
-    clients = []
-    for share in shares:
-        cmd = [
-            sys.executable,
-            __file__,
-            "--client",
-            "--url",
-            url,
-            "--conns",
-            str(share),
-            "--turns",
-            str(turns),
-            "--updates",
-            str(updates),
-        ]
-        if check:
-            cmd.append("--check")
-        clients.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-    for proc in clients:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line or not json.loads(line)["ready"]:
-            for other in clients:
-                other.kill()
-            raise SystemExit(f"the clients could not connect to {url}: {line.strip() or 'no answer'}")
+    """Open `conns` connections in two waves of `procs` client processes each (`on_half` runs
+    once the first half is open, `on_ready` once all are), then let every client do its turns."""
+    half = conns // 2
+    waves = [half, conns - half] if on_half is not None and half else [conns]
+    clients: list[subprocess.Popen[str]] = []
+    for number, wave in enumerate(waves):
+        started = []
+        for share in [wave // procs + (1 if i < wave % procs else 0) for i in range(procs)]:
+            if not share:
+                continue
+            cmd = [sys.executable, __file__, "--client", "--url", url, "--conns", str(share)]
+            cmd += ["--turns", str(turns), "--updates", str(updates)] + (["--check"] if check else [])
+            started.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        clients += started
+        for proc in started:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if not line or not json.loads(line)["ready"]:
+                for other in clients:
+                    other.kill()
+                raise SystemExit(f"the clients could not connect to {url}: {line.strip() or 'no answer'}")
+        if number == 0 and len(waves) == 2:
+            on_half()
     if on_ready is not None:
         on_ready()
     for proc in clients:
@@ -385,7 +389,6 @@ def busy(
     stack: str, args: argparse.Namespace, asgi: str = "uvicorn", agent_root: Path | None = None, checks: bool = True
 ) -> dict[str, float]:
     server = Server(stack, asgi=asgi, agent_root=agent_root, checks=checks)
-    base = server.rss()
     seen: dict[str, float] = {}
     results = run_clients(
         server.url,
@@ -393,6 +396,7 @@ def busy(
         args.client_procs,
         turns=args.turns,
         updates=args.updates,
+        on_half=lambda: seen.update(half=server.rss()),
         on_ready=lambda: seen.update(rss=server.rss(), cpu=server.cpu()),
         on_done=lambda: seen.update(cpu_end=server.cpu()),
     )
@@ -405,20 +409,25 @@ def busy(
         "msgs": received / wall,
         "p50": pct(latencies, 0.5) * 1000,
         "p99": pct(latencies, 0.99) * 1000,
-        "rss": (seen["rss"] - base) / args.conns,
+        "rss": (seen["rss"] - seen["half"]) / (args.conns - args.conns // 2),
         "cpu_us": (seen["cpu_end"] - seen["cpu"]) / received * 1e6,  # the server's, per update sent
     }
 
 
 def idle(stack: str, conns: int, args: argparse.Namespace) -> float:
     server = Server(stack)
-    base = server.rss()
     seen: dict[str, int] = {}
     run_clients(
-        server.url, conns, args.client_procs, turns=0, updates=0, on_ready=lambda: seen.update(rss=server.rss())
+        server.url,
+        conns,
+        args.client_procs,
+        turns=0,
+        updates=0,
+        on_half=lambda: seen.update(half=server.rss()),
+        on_ready=lambda: seen.update(rss=server.rss()),
     )
     server.stop()
-    return (seen["rss"] - base) / conns
+    return (seen["rss"] - seen["half"]) / (conns - conns // 2)
 
 
 def workers(args: argparse.Namespace) -> None:
@@ -505,6 +514,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="--ab rounds")
     args = parser.parse_args()
     limit = raise_fd_limit()
+    if not args.serve and not args.client:
+        # Bytecode in a known state, as an installed package has it (pip compiles what it
+        # installs): a server compiling generated/ from source leaves megabytes of its heap free,
+        # which the first connections reuse, and their cost would not show.
+        for root in {ROOT, AGENT_ROOT} | ({Path(args.ab)} if args.ab else set()):
+            compileall.compile_dir(root / "generated", quiet=2)
     if args.serve:
         serve(args.serve, args.port, args.workers, args.asgi)
         return

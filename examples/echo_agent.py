@@ -17,15 +17,15 @@ reconnect and session/load; each belongs to the principal that made it. `--store
 served; `--token-file FILE` (one token per line, `TOKEN` or `NAME TOKEN`, each its own
 principal) turns bearer-token authentication on, `--allow-host NAME[:*]` accepts another Host.
 Both servers are set up against hostile clients (docs/security.md's table): a request head must
-arrive within `--head-timeout` (10 s), WebSockets are pinged every `--ping` seconds (20) and
-closed without a pong within as long, permessage-deflate is off, at most `--ws-budget` bytes
-(8 MiB) of WebSocket messages are being received at once over all connections and at most
-`--ws-rate` bytes a second (32 MiB) of large ones per client address (a sender over either waits:
-ws_budget.py), a Streamable HTTP connection with no stream and no request ends after
-`--http-idle-timeout` (30 s), and TCP keepalive finds peers that vanished without a FIN. A POST's
-body must arrive within `--body-timeout` (30 s, else 408); new connections and sessions are
-rate-limited per client address and per connection (`Limits`' defaults: `--rate-limits off` turns
-that off, e.g. for a load test from one address).
+arrive within `--head-timeout` (10 s), WebSockets are pinged every `--ping` seconds (20) and closed
+without a pong within as long, permessage-deflate is off, at most `--ws-budget` bytes (8 MiB) of
+WebSocket messages are being received at once over all connections and at most `--ws-rate` bytes a
+second (32 MiB) of large ones per client address (a sender over either waits: ws_budget.py; glibc
+keeps `--malloc-keep` bytes of freed memory for the next one, malloc_keep.py), a Streamable HTTP
+connection with no stream and no request ends after `--http-idle-timeout` (30 s), and TCP keepalive
+finds peers that vanished without a FIN. A POST's body must arrive within `--body-timeout` (30 s,
+else 408); new connections and sessions are rate-limited per client address and per connection
+(`Limits`' defaults: `--rate-limits off` turns that off, e.g. for a load test from one address).
 
 Prompt commands (first text block of the prompt, trimmed):
   slow                   20 chunks "slow i/20\\n", 50 ms apart, cancellable with session/cancel
@@ -149,6 +149,9 @@ WS_BUDGET = 8 * 1024 * 1024
 # bounds memory, this bounds the CPU a sender's large messages take. Under the same 40 senders a good
 # client's p99 was 6-12x its quiet value without it (the server busy parsing 7 MiB messages back to back).
 WS_RATE = 32 * 1024 * 1024
+# Freed memory glibc keeps for the next large message (malloc_keep.py): a 7 MiB message cost 30-34 ms of
+# server CPU with glibc's defaults (its copies' pages faulted in afresh each time), 15-19 ms with this.
+MALLOC_KEEP = 128 * 1024 * 1024
 # --rate-limits off: no rate of new connections or sessions (a load test from one address)
 NO_RATES: dict[str, Any] = dict.fromkeys(RATES)
 
@@ -388,6 +391,13 @@ def main() -> None:
         help=f"bytes a second of WebSocket frames over 64 KiB per client address; more waits (default {WS_RATE})",
     )
     parser.add_argument(
+        "--malloc-keep",
+        metavar="BYTES",
+        type=int,
+        default=MALLOC_KEEP,
+        help=f"freed memory glibc keeps for the next large message; 0: its defaults (default {MALLOC_KEEP})",
+    )
+    parser.add_argument(
         "--body-timeout",
         metavar="SECONDS",
         type=float,
@@ -437,6 +447,11 @@ def main() -> None:
             parser.error(f"--ws-budget takes positive bytes, got {args.ws_budget!r}")
         if not args.ws_rate > 0:
             parser.error(f"--ws-rate takes positive bytes a second, got {args.ws_rate!r}")
+        if args.malloc_keep < 0:
+            parser.error(f"--malloc-keep takes bytes >= 0, got {args.malloc_keep!r}")
+        from malloc_keep import keep_freed_memory  # beside this file
+
+        keep_freed_memory(args.malloc_keep)  # glibc only; elsewhere the allocator's own policy stands
         serve = listen(
             address,
             int(port),

@@ -162,3 +162,47 @@ def test_a_whole_line_over_the_limit_is_refused() -> None:
     _, answers = asyncio.run(deliver_all([request], max_message_size=HELD_FROM + 100))
     assert answers[0]["id"] == 3 and answers[0]["error"]["code"] == -32600
     assert "larger than the maximum" in answers[0]["error"]["data"]["details"]
+
+
+# -- freed memory kept for the next large message (examples/malloc_keep.py) --------------------
+FAULTS = """
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from malloc_keep import keep_freed_memory
+kept = keep_freed_memory(int(sys.argv[2]))
+text = "x" * (7 * 1024 * 1024)
+text.encode()  # the first time faults its pages in, whatever the setting
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):  # a message's copies alive at once (28 MiB), then freed
+    copies = [text.encode() for _ in range(4)]
+    del copies
+print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="page-fault counts and glibc")
+def test_kept_freed_memory_serves_the_next_large_copy_without_faulting_its_pages_in_again() -> None:
+    import platform
+    import subprocess
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    examples = str(Path(__file__).resolve().parent.parent / "examples")
+
+    def faults(keep: int) -> tuple[bool, int]:
+        out = subprocess.run([sys.executable, "-c", FAULTS, examples, str(keep)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        kept, count = out.stdout.split()
+        return kept == "True", int(count)
+
+    (off, faulted), (on, kept) = faults(0), faults(128 * MiB)
+    assert not off and on
+    assert faulted >= 20 * 1792, faulted  # glibc gave the copies back: their pages faulted in afresh
+    assert kept < faulted / 10, (kept, faulted)  # the freed block is reused
+
+
+def test_keep_freed_memory_refuses_a_negative_size() -> None:
+    from malloc_keep import keep_freed_memory
+
+    with pytest.raises(ValueError, match="keep"):
+        keep_freed_memory(-1)
