@@ -393,3 +393,28 @@ def test_sse_stream_opens_over_the_rate_get_429_and_the_connection_goes_on() -> 
         await app.aclose()
 
     run(main)
+
+
+def test_sse_stream_opens_over_the_client_address_rate_get_429_across_its_connections() -> None:
+    """`client_stream_rate` is one bucket per client address: two connections from one address
+    (here the scope names none, ""), each under its own `stream_rate`, share it."""
+
+    async def main() -> None:
+        limits = Limits(**{**NO_RATES, "client_stream_rate": 5.0, "client_stream_burst": 1, "rate_wait": 0.0})
+        app = agent.asgi_app(Chatty, limits=limits)
+        first = (await request(app, "POST", INIT, JSON))[1][CID]
+        second = (await request(app, "POST", INIT, JSON))[1][CID]
+        opened = stream(app, first)
+        assert (await opened.next())["status"] == 200
+        refused = stream(app, second)
+        start = await refused.next()
+        assert start["status"] == 429 and int(dict(start["headers"])[b"retry-after"]) >= 1
+        body = json.loads((await refused.next())["body"])
+        assert body["error"]["code"] == -32000 and "client_stream_rate" in body["error"]["data"]["details"]
+        await asyncio.wait_for(refused.task, TIMEOUT)
+        await asyncio.sleep(0.25)  # the address's next turn
+        again = stream(app, second)
+        assert (await again.next())["status"] == 200
+        await app.aclose()
+
+    run(main)

@@ -20,12 +20,13 @@ is refused with 503. So a flood of bare `initialize` requests evicts itself, not
 
 Fair turns and rates: at most `max_running` handlers of a connection run at once, the rest
 wait in arrival order (see `slots`), and a handler counts for at most `slot_lease` seconds (a
-long turn never keeps the connection's other requests waiting for its end); sessions
-opened (`session_rate` per connection, `client_session_rate` per client address), SSE stream
-opens (`stream_rate` per connection) and new connections (`connection_rate` per client
-address) are paced by token buckets (`remote_rate`): over a rate, an admission waits its
-turn up to `rate_wait` seconds, and is refused beyond (-32000 with `data.retryAfter`; 429 with
-`Retry-After` for a new connection or a stream).
+long turn never keeps the connection's other requests waiting for its end); sessions opened
+(`session_rate` per connection, `client_session_rate` per client address), SSE stream opens
+(`stream_rate` per connection, `client_stream_rate` per client address: an address's opens are
+spread over time, not let through in step on each of its connections) and new connections
+(`connection_rate` per client address) are paced by token buckets (`remote_rate`): over a
+rate, an admission waits its turn up to `rate_wait` seconds, and is refused beyond (-32000
+with `data.retryAfter`; 429 with `Retry-After` for a new connection or a stream).
 
 Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
 Streamable HTTP connection with no open SSE stream and no POST in progress for
@@ -75,6 +76,8 @@ class Limits:
     client_session_burst: int = 400  # ... of which at once
     stream_rate: float | None = 10.0  # SSE stream opens (GETs) a second, per HTTP connection
     stream_burst: int = 10  # ... of which at once
+    client_stream_rate: float | None = 50.0  # SSE stream opens a second, per client address
+    client_stream_burst: int = 50  # ... of which at once
     rate_wait: float = 5.0  # over a rate: waited for up to this long, refused beyond
 
     def __post_init__(self) -> None:
@@ -89,6 +92,7 @@ class Limits:
             ("session_burst", self.session_burst),
             ("client_session_burst", self.client_session_burst),
             ("stream_burst", self.stream_burst),
+            ("client_stream_burst", self.client_stream_burst),
         )
         for name, value in caps:
             if value is not None and value < 1:
@@ -107,6 +111,7 @@ class Limits:
             ("session_rate", self.session_rate),
             ("client_session_rate", self.client_session_rate),
             ("stream_rate", self.stream_rate),
+            ("client_stream_rate", self.client_stream_rate),
         )
         for name, seconds in deadlines:
             if seconds is not None and not seconds > 0:
@@ -118,7 +123,13 @@ class Limits:
             raise ValueError(f"Limits.rate_wait must be seconds >= 0, got {self.rate_wait!r}")
 
 
-RATES: Final = ("connection_rate", "session_rate", "client_session_rate", "stream_rate")
+RATES: Final = (
+    "connection_rate",
+    "session_rate",
+    "client_session_rate",
+    "stream_rate",
+    "client_stream_rate",
+)
 """The `Limits` fields that are rates: `Limits(**dict.fromkeys(RATES))` paces nothing (a load
 test from one address)."""
 

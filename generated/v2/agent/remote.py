@@ -88,7 +88,14 @@ class AsgiApp:
             if caps.client_session_rate is None
             else Paces(caps.client_session_rate, caps.client_session_burst, caps.rate_wait)
         )
-        self.http = HttpTransport(make_agent, limits, self._room, self._gone, self.budget, sessions)
+        streams = (  # SSE stream opens per client address (Streamable HTTP only)
+            None
+            if caps.client_stream_rate is None
+            else Paces(caps.client_stream_rate, caps.client_stream_burst, caps.rate_wait)
+        )
+        self.http = HttpTransport(
+            make_agent, limits, self._room, self._gone, self.budget, sessions, streams
+        )
         self.ws = WsTransport(  # the same per-address session buckets as over HTTP
             make_agent,
             limits,

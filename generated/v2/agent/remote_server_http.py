@@ -84,6 +84,7 @@ class HttpTransport:
         gone: Callable[[], None],
         budget: Budget,
         sessions: Paces | None = None,
+        streams: Paces | None = None,
     ) -> None:
         self.make_agent = make_agent
         self.limits = limits
@@ -91,6 +92,7 @@ class HttpTransport:
         self.gone = gone  # a connection ended
         self.budget = budget  # the app's bytes in flight: bodies being read, messages queued
         self.sessions = sessions  # sessions opened per client address
+        self.streams = streams  # SSE stream opens per client address
         self.links: dict[str, Link] = {}
         self.connections: dict[str, HttpConnection] = {}
 
@@ -344,12 +346,21 @@ class HttpTransport:
                 send, 400 if CONNECTION_HEADER not in headers else 404, None, INVALID_REQUEST, state
             )
             return
+        caps = self.limits.caps
         delay = 0.0 if state.stream_pace is None else state.stream_pace.admit()
+        where = f"this connection's stream_rate of {caps.stream_rate or 0.0:g}"
+        if delay >= 0 and self.streams is not None:
+            # The address's own turn too: its connections' opens, each paced alone, came in
+            # step (one per connection at every tick), bursts that a turn waited behind.
+            spread = self.streams.admit(state.link.client)
+            if spread < 0:
+                delay = spread
+                rate = caps.client_stream_rate or 0.0
+                where = f"this client address's client_stream_rate of {rate:g}"
+            else:
+                delay = max(delay, spread)
         if delay < 0:
-            detail = (
-                f"over this connection's stream_rate of {self.limits.caps.stream_rate:g} a "
-                f"second: retry after {-delay:.1f} s"
-            )
+            detail = f"over {where} a second: retry after {-delay:.1f} s"
             retry = ((b"retry-after", str(int(-delay) + 1).encode()),)
             await send_error(send, 429, None, LIMIT_EXCEEDED, detail, headers=retry)
             return
