@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_encode.py          # stdlib mode (orjson blocked)
     .venv/bin/python benchmarks/bench_encode.py --orjson # with orjson, where installed
+    .venv/bin/python benchmarks/bench_encode.py --why    # the 10 MB ASCII row, step by step
 
 `jsonline.dumps(message)` is what `Connection` writes for every message: one line of bytes with
 its newline. It is timed side by side with `json.dumps(message)` (default settings: a str, no
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable
@@ -78,7 +80,42 @@ def measure(messages: list[dict[str, Any]], rounds: int) -> dict[str, float]:
     return best
 
 
+def why(rounds: int = 25) -> None:
+    """`--why`: where `jsonline.dumps` spends more than `json.dumps` on the 10 MB ASCII payload,
+    one step at a time (the standard library's C encoder, made once, as jsonline calls it)."""
+    message = PAYLOADS["10 MB rawOutput, ASCII"][0][0]
+    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+    ascii_chunks = make(None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    utf8_chunks = agent.jsonline._chunks
+    steps: dict[str, Callable[[dict[str, Any]], Any]] = {
+        "json.dumps": json.dumps,
+        "C encoder, ASCII escaper (json.dumps's)": lambda m: "".join(ascii_chunks(m, 0)),
+        "C encoder, UTF-8 escaper (jsonline's)": lambda m: "".join(utf8_chunks(m, 0)),
+        "  + .encode()": lambda m: "".join(utf8_chunks(m, 0)).encode(),
+        "  + newline (= jsonline.dumps)": agent.jsonline.dumps,
+    }
+    best = dict.fromkeys(steps, float("inf"))
+    faults = dict.fromkeys(steps, 0)  # minor page faults of the step, summed over the rounds
+    for _ in range(rounds):
+        for label, fn in steps.items():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            start = time.thread_time()
+            fn(message)
+            best[label] = min(best[label], time.thread_time() - start)
+            faults[label] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    base = best["json.dumps"]
+    print(f"10 MB ASCII rawOutput, step by step, best of {rounds}, load {os.getloadavg()[0]:.2f}")
+    for label, t in best.items():
+        print(f"  {label:42} {t * 1e3:7.2f} ms  {t / base:.3f}x  page faults/call {faults[label] / rounds:7.0f}")
+    # A 10 MB block the allocator has just given back to the system costs ~2,440 faults (about
+    # 4 ms here) when touched again: which step gets fresh memory depends on what ran before it,
+    # more than the copies themselves (~0.3 ms each).
+
+
 def main() -> None:
+    if "--why" in sys.argv:
+        why()
+        return
     mode = "orjson" if agent.jsonline._orjson is not None else "stdlib"
     print(f"jsonline.dumps vs json.dumps, {mode} mode, load {os.getloadavg()[0]:.2f} (1-min average)")
     worst = 0.0

@@ -57,16 +57,21 @@ def build_class_model(schema_doc: dict[str, Any]) -> ClassModel:
 # A def with one of these beside `properties` may merge its fields with others' (inheritance,
 # unions), where property schemas could matter: such a def is given whole.
 _COMBINING = frozenset({"allOf", "anyOf", "oneOf", "$ref"})
+# A def without `properties` has fields only through these (inheritance, an alias): kept whole.
+_INHERITING = frozenset({"allOf", "$ref"})
 
 
 def names_only(schema_doc: dict[str, Any]) -> dict[str, Any]:
-    """`schema_doc` with the property schemas of every plain `$defs` object replaced by `{}`.
+    """`schema_doc` reduced to what decides the class model: the property schemas of every plain
+    `$defs` object replaced by `{}`, and every def without properties (unions, enums, strings)
+    by `{}`, unless it inherits (`allOf`, `$ref`).
 
     datamodel-code-generator names a field from the property's name, the names before it in the
     same object and the class name only (`parse_object_fields` in the pinned 0.89.0), never
-    from the property's schema; parsing those schemas (types, unions, descriptions) was half of
-    its time. tests/test_classmodel.py proves the class model unchanged on every release schema
-    and every bundled one.
+    from the property's schema or from another def; a def without properties has no fields of
+    its own. Parsing what this leaves out (types, unions and their inline variants,
+    descriptions) was ~60% of its time. tests/test_classmodel.py proves the class model
+    unchanged on every release schema and every bundled one.
     """
     defs = schema_doc.get("$defs")
     if not isinstance(defs, dict):
@@ -75,8 +80,11 @@ def names_only(schema_doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plain(node: Any) -> Any:
-    if not isinstance(node, dict) or not isinstance(props := node.get("properties"), dict):
+    if not isinstance(node, dict):
         return node
+    props = node.get("properties")
+    if not isinstance(props, dict):
+        return node if "properties" in node or not _INHERITING.isdisjoint(node) else {}
     if not _COMBINING.isdisjoint(node):
         return node
     return {**node, "properties": dict.fromkeys(props, {})}
