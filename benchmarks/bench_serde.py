@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,7 @@ import agent.types as gt  # noqa: E402
 
 SDK = "official SDK 0.12.1"
 SCANNER = "stdlib scanner alone"
+CONNECTION = "generated, connection path"
 SCAN = make_scanner(cast(Any, json.JSONDecoder()))  # what json.loads calls, without its Python layers
 
 
@@ -86,12 +88,30 @@ def measure(name: str, lines: list[str]) -> None:
         for line in batch:
             gt.SessionNotification.from_dict(gt.loads(line)["params"])
 
+    # The connection reads bytes: each line's, encoded beforehand (the lookup costs ~1% of a row).
+    raw = {line: line.encode() for line in lines}
+    line_loads = agent.jsonline.loads
+
+    def conn_decode(batch: list[str]) -> None:
+        for line in batch:
+            gt.SessionNotification.from_dict(line_loads(raw[line])["params"])
+
     decode_rows: dict[str, Callable[[list[Any]], None]] = {
         "json.loads": plain_loads,
         SCANNER: scanner_only,
-        "generated loads alone": gen_loads,
-        "generated": gen_decode,
     }
+    if gs._orjson is not None:
+        orjson_loads = gs._orjson.loads
+
+        def orjson_only(batch: list[str]) -> None:
+            for line in batch:
+                orjson_loads(line)
+
+        decode_rows["orjson.loads alone"] = orjson_only
+    decode_rows["generated loads alone"] = gen_loads
+    decode_rows["generated"] = gen_decode
+    # What the connection runs: the line's bytes through jsonline.loads, then the params' decoder.
+    decode_rows[CONNECTION] = conn_decode
 
     def plain_dumps(batch: list[int]) -> None:
         for i in batch:
@@ -145,6 +165,67 @@ def measure(name: str, lines: list[str]) -> None:
         print(f"  {label:26} {t * 1e3:8.1f} {t / t_dumps:7.2f}x")
 
 
+def large_lines() -> dict[str, bytes]:
+    """Large messages (issue 31 §2): diffs of 2 and 20 KB, 10 MB of floats in `rawOutput`, 10 MB of text."""
+
+    def line(update: dict[str, Any]) -> bytes:
+        params = {"sessionId": "s", "update": {"toolCallId": "c", **update}}
+        return json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": params}).encode()
+
+    def diff(size: int) -> bytes:
+        old = "\n".join(f"    line {i}: value = compute({i}, factor)" for i in range(size // 40))
+        new = old.replace("factor", "factor * 2")
+        content = [{"type": "diff", "path": "/p/x.py", "oldText": old, "newText": new}]
+        return line({"sessionUpdate": "tool_call_update", "status": "completed", "content": content})
+
+    floats = random.Random(1)
+    text = {"type": "text", "text": "abcdefgh " * 1_100_000}
+    return {
+        "diff 2 KB": diff(2_000),
+        "diff 20 KB": diff(20_000),
+        "10 MB of floats (rawOutput)": line(
+            {"sessionUpdate": "tool_call_update", "rawOutput": [floats.random() * 1000 for _ in range(550_000)]}
+        ),
+        "10 MB of text": line({"sessionUpdate": "agent_message_chunk", "content": text}),
+    }
+
+
+def large_rows(data: bytes) -> dict[str, Callable[[], object]]:
+    """json.loads; the connection's decode (`jsonline.loads`, or `loads_held` from its size on,
+    then `from_dict` of the params); the SDK's (json.loads + model_validate), if installed."""
+    parse = agent.jsonline.loads if len(data) < agent.jsonline.HELD_FROM else agent.jsonline.loads_held
+    rows: dict[str, Callable[[], object]] = {
+        "json.loads": lambda: json.loads(data),
+        "generated": lambda: gt.SessionNotification.from_dict(parse(data)["params"]),
+    }
+    try:
+        from acp.schema import SessionNotification as SdkNotification
+
+        rows[SDK] = lambda: SdkNotification.model_validate(json.loads(data)["params"])
+    except ImportError:
+        pass
+    return rows
+
+
+def measure_large() -> None:
+    """Each large line, rows interleaved round by round: the median of per-round ratios."""
+    print("\nlarge messages, the connection's decode (median of per-round ratios to json.loads):")
+    for name, data in large_lines().items():
+        rows, copies = large_rows(data), max(1, 200_000 // len(data))
+        ratios: dict[str, list[float]] = {label: [] for label in rows}
+        for _ in range(7 if len(data) > 1_000_000 else 15):
+            took = {}
+            for label, fn in rows.items():
+                start = time.thread_time()
+                for _ in range(copies):
+                    fn()
+                took[label] = time.thread_time() - start
+            for label in rows:
+                ratios[label].append(took[label] / took["json.loads"])
+        cells = ", ".join(f"{label} {statistics.median(r):.2f}x" for label, r in ratios.items())
+        print(f"  {name:28} {len(data):>10} bytes: {cells}")
+
+
 def import_time(module: str, runs: int = 9) -> float:
     """Median time a fresh interpreter takes to import `module`, bytecode cached (as installed)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -164,6 +245,7 @@ def main() -> None:
     print(f"orjson available: {gs._orjson is not None}; connection uses orjson: {agent.jsonline._orjson is not None}")
     measure("agent_message_chunk", chunk_lines(10_000))
     measure("tool_call_update", tool_update_lines(1_000))
+    measure_large()
     ours = import_time("agent")
     try:
         sdk = import_time("acp")
