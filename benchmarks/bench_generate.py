@@ -17,7 +17,8 @@ its children, ruff included: the figure the load of a shared machine disturbs le
 
 `--before DIR`: also run `agent --out` and `generate --check` from another checkout's `codegen/`
 (for instance `git worktree add DIR COMMIT`), interleaved with the rest: before and after, side
-by side in one run.
+by side in one run. Its output must equal this checkout's (`--check` runs on the tree this one
+wrote): for a speed change, the same tree with only the changed codegen/ files put back.
 """
 
 from __future__ import annotations
@@ -82,7 +83,10 @@ def timed(cmd: list[str], cwd: Path, fresh: Path) -> tuple[float, float]:
     shutil.rmtree(fresh, ignore_errors=True)
     cpu = children_cpu()
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, cwd=cwd, check=False, capture_output=True, text=True)
+    if proc.returncode != 0:  # e.g. a --before checkout whose output differs: --check fails
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[:3]
+        sys.exit(f"error: {' '.join(cmd[-3:])} exited {proc.returncode}: {' / '.join(tail)}")
     return time.perf_counter() - start, children_cpu() - cpu
 
 

@@ -19,6 +19,7 @@ the IR only runs on a schema that passed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -307,8 +308,13 @@ class _Walk:
             seen[py] = wire
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # below U+0020 but tab, newline, CR
+
+
 def _control_char(text: str) -> str | None:
-    return next((c for c in text if ord(c) < 32 and c not in "\t\n\r"), None)
+    # One C scan: a generator over every character of every description was ~25% of validate.
+    found = _CONTROL.search(text)
+    return found.group() if found else None
 
 
 def _kind(value: Any) -> str:

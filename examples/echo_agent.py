@@ -26,6 +26,8 @@ connection with no stream and no request ends after `--http-idle-timeout` (30 s)
 finds peers that vanished without a FIN. A POST's body must arrive within `--body-timeout` (30 s,
 else 408); new connections and sessions are rate-limited per client address and per connection
 (`Limits`' defaults: `--rate-limits off` turns that off, e.g. for a load test from one address).
+`--tls-cert FILE --tls-key FILE` (PEM) serve both over TLS: the line then reads `wss://` and
+`https://` (HTTP/2 by ALPN), and clients verify the certificate (echo_client.py `--verify CA`).
 
 Prompt commands (first text block of the prompt, trimmed):
   slow                   20 chunks "slow i/20\\n", 50 ms apart, cancellable with session/cancel
@@ -157,7 +159,12 @@ NO_RATES: dict[str, Any] = dict.fromkeys(RATES)
 
 
 def _uvicorn_config(
-    app: AsgiApp, head_timeout: float, ping: float, ws_budget: int = WS_BUDGET, ws_rate: int | None = WS_RATE
+    app: AsgiApp,
+    head_timeout: float,
+    ping: float,
+    ws_budget: int = WS_BUDGET,
+    ws_rate: int | None = WS_RATE,
+    tls: tuple[str, str] | None = None,
 ) -> uvicorn.Config:
     import h11
     import uvicorn
@@ -208,13 +215,17 @@ def _uvicorn_config(
         ws_ping_timeout=ping,
         timeout_keep_alive=5,
         h11_max_incomplete_event_size=MAX_HEAD,
+        ssl_certfile=None if tls is None else tls[0],
+        ssl_keyfile=None if tls is None else tls[1],
     )
 
 
-def _hypercorn_config(fd: int, head_timeout: float, ping: float) -> HypercornConfig:
+def _hypercorn_config(fd: int, head_timeout: float, ping: float, tls: tuple[str, str] | None = None) -> HypercornConfig:
     from hypercorn.config import Config as HypercornConfig
 
     config = HypercornConfig()
+    if tls is not None:  # HTTP/2 and HTTP/1.1 by ALPN
+        config.certfile, config.keyfile = tls
     config.bind = [f"fd://{fd}"]
     config.loglevel = "WARNING"
     config.accesslog = None
@@ -277,6 +288,7 @@ async def listen(
     body_timeout: float = 30.0,
     rate_limits: bool = True,
     ws_rate: int | None = WS_RATE,
+    tls: tuple[str, str] | None = None,
 ) -> None:
     """Serve one `asgi_app` with uvicorn (WebSocket) and hypercorn (Streamable HTTP) until SIGTERM.
     `tokens`: authentication on (else loopback clients only); `hosts`: Host values allowed besides loopback;
@@ -286,7 +298,8 @@ async def listen(
     `ws_budget`: WebSocket bytes being received at once over all connections (more waits: ws_budget.py);
     `body_timeout`: seconds a POST's body may take; `rate_limits`: the per-address and per-connection rates
     of new connections and sessions (`Limits`' defaults) and `ws_rate` on, or off; `ws_rate`: bytes a second
-    of large WebSocket frames per client address (None: no rate; over it a frame waits, ws_budget.py)."""
+    of large WebSocket frames per client address (None: no rate; over it a frame waits, ws_budget.py);
+    `tls`: (certificate file, key file) to serve wss:// and https://, or None for ws:// and http://."""
     import uvicorn
     from hypercorn.asyncio import serve
 
@@ -309,8 +322,8 @@ async def listen(
         def capture_signals(self) -> Generator[None, None, None]:  # ours are installed below
             yield
 
-    ws_server = Server(_uvicorn_config(app, head_timeout, ping, ws_budget, ws_rate if rate_limits else None))
-    config = _hypercorn_config(http_sock.fileno(), head_timeout, ping)
+    ws_server = Server(_uvicorn_config(app, head_timeout, ping, ws_budget, ws_rate if rate_limits else None, tls))
+    config = _hypercorn_config(http_sock.fileno(), head_timeout, ping, tls)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -323,7 +336,9 @@ async def listen(
         await asyncio.sleep(0.01)
     urls = [
         f"{scheme}://{_url_host(host)}:{sock.getsockname()[1]}/acp"
-        for scheme, sock in (("ws", ws_sock), ("http", http_sock))
+        for scheme, sock in (
+            (("ws", ws_sock), ("http", http_sock)) if tls is None else (("wss", ws_sock), ("https", http_sock))
+        )
     ]
     print("listening", *urls, flush=True)
     await stop.wait()
@@ -343,6 +358,22 @@ async def serve_stdio(store_url: str) -> None:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+def _tls_files(parser: argparse.ArgumentParser, cert: str | None, key: str | None) -> tuple[str, str] | None:
+    """--tls-cert and --tls-key, both or neither, loaded once here so that a wrong file is a
+    clear error before anything listens (the servers would fail with a traceback)."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        parser.error("--tls-cert and --tls-key go together")
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        parser.error(f"--tls-cert {cert} / --tls-key {key}: cannot load them: {exc}")
+    return cert, key
 
 
 def main() -> None:
@@ -404,6 +435,8 @@ def main() -> None:
         default=30.0,
         help="seconds a POST's whole body may take to arrive, else 408 (default 30)",
     )
+    parser.add_argument("--tls-cert", metavar="FILE", help="a PEM certificate (chain): serve wss:// and https://")
+    parser.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
     parser.add_argument(
         "--rate-limits",
         choices=("on", "off"),
@@ -418,8 +451,8 @@ def main() -> None:
         format="echo_agent %(levelname)s %(name)s: %(message)s",
     )
     if args.listen is None:
-        if args.token_file or args.allow_host:
-            parser.error("--token-file and --allow-host need --listen")
+        if args.token_file or args.allow_host or args.tls_cert or args.tls_key:
+            parser.error("--token-file, --allow-host, --tls-cert and --tls-key need --listen")
         try:
             asyncio.run(serve_stdio(args.store))
         except StoreError as exc:
@@ -429,6 +462,7 @@ def main() -> None:
         tokens = None if args.token_file is None else BearerTokens.from_file(args.token_file)
     except ValueError as exc:
         parser.error(str(exc))
+    tls = _tls_files(parser, args.tls_cert, args.tls_key)
     host, sep, port = args.listen.rpartition(":")
     if not sep or not port.isdigit():
         parser.error(f"--listen takes HOST:PORT, got {args.listen!r}")
@@ -463,6 +497,7 @@ def main() -> None:
             body_timeout=args.body_timeout,
             rate_limits=args.rate_limits == "on",
             ws_rate=args.ws_rate,
+            tls=tls,
         )
         asyncio.run(serve)
     except StoreError as exc:

@@ -2,7 +2,8 @@
 HTTP/2 by ALPN) against a private CA made here with the `openssl` CLI (issue 28 §6): a CA file,
 `SSL_CERT_FILE`, `SSL_CERT_DIR`, an `ssl.SSLContext`, and `verify=False`; the default trust
 refuses the private CA on both profiles, and a bad CA path is a clear error. The peer is the
-official SDK's server (tests/sdk_remote_server.py) on 127.0.0.1."""
+official SDK's server (tests/sdk_remote_server.py) on 127.0.0.1, and, with a token, the
+example agent served over TLS itself (`echo_agent.py --tls-cert --tls-key`)."""
 
 from __future__ import annotations
 
@@ -255,3 +256,57 @@ def test_echo_client_refuses_a_token_line_of_three_fields(tmp_path: Path) -> Non
     )  # fmt: skip
     assert done.returncode == 2 and "tokens.txt:1: expected `TOKEN` or `NAME TOKEN`" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+ECHO_AGENT = ECHO_CLIENT.parent / "echo_agent.py"
+
+
+@pytest.mark.slow
+def test_echo_agent_serves_tls_with_tokens_to_a_client_that_trusts_the_private_ca(
+    pki: dict[str, Path], tmp_path: Path
+) -> None:
+    """`echo_agent.py --listen --tls-cert --tls-key --token-file`: wss:// and https://; the echo
+    client with `--verify CA` passes its whole scenario on both, and without it is refused by the
+    default trust (a clear failure, no traceback)."""
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text("alice s3cret-one\n")
+    agent = subprocess.Popen(
+        [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0", "--token-file", str(tokens),
+         "--tls-cert", str(pki["cert"]), "--tls-key", str(pki["key"])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert agent.stdout is not None
+        words = agent.stdout.readline().split()
+        assert words[:1] == ["listening"] and words[1].startswith("wss://127.0.0.1:"), words
+        assert words[2].startswith("https://127.0.0.1:"), words
+        for url in words[1:]:
+            client = [sys.executable, str(ECHO_CLIENT), "--url", url, "--token-file", str(tokens)]
+            done = subprocess.run([*client, "--verify", str(pki["ca"])], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0 and "passed, 0 failed" in done.stdout, (url, done.stdout, done.stderr[-2000:])
+            refused = subprocess.run(client, capture_output=True, text=True, timeout=60)
+            assert refused.returncode != 0 and "CERTIFICATE_VERIFY_FAILED" in refused.stdout + refused.stderr, url
+            assert "Traceback" not in refused.stderr, refused.stderr[-2000:]
+    finally:
+        agent.terminate()
+        assert agent.wait(10) == 0
+    assert "Traceback" not in (agent.stderr.read() if agent.stderr else "")
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--tls-cert", "{cert}"], "--tls-cert and --tls-key go together"),
+        (["--tls-cert", "{missing}", "--tls-key", "{key}"], "cannot load them"),
+        (["--tls-cert", "{key}", "--tls-key", "{key}"], "cannot load them"),  # a key is no certificate
+    ],
+)
+def test_echo_agent_tls_files_that_cannot_serve_are_a_clear_error(
+    pki: dict[str, Path], tmp_path: Path, flags: list[str], says: str
+) -> None:
+    names = {"cert": pki["cert"], "key": pki["key"], "missing": tmp_path / "nope.pem"}
+    args = [flag.format(**names) for flag in flags]
+    done = subprocess.run(
+        [sys.executable, str(ECHO_AGENT), "--listen", "127.0.0.1:0", *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
