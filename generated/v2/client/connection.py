@@ -190,7 +190,7 @@ class Connection:
         # holds thousands of idle ones); until then, the shared empty `_NO_NOTIFICATIONS`. A
         # deque and one wake-up future, set only while the worker is idle, instead of an
         # asyncio.Queue: its put/get pair cost more per message than parsing it.
-        self._notifications = _NO_NOTIFICATIONS
+        self._notifications: deque[tuple[int, str, Any]] = _NO_NOTIFICATIONS
         self._idle: asyncio.Future[None] | None = None  # the idle worker waits on it
         self._received = 0  # sequence number of the last notification received
         self._handled = 0  # sequence number of the last notification handled
