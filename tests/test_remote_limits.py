@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import tracemalloc
 from typing import Any
 
@@ -107,7 +108,8 @@ def test_sse_streams_over_the_cap_get_429_and_the_connection_goes_on() -> None:
             assert (await call.next())["status"] == 200
         over = stream(app, cid, "c")
         status, _, body = await over.response()
-        assert (status, *error_of(body)) == (429, None, -32600) and b"max_streams" in body
+        assert (status, *error_of(body)) == (429, None, -32000)
+        assert json.loads(body)["error"]["data"]["limit"] == "max_streams"
         main_stream = stream(app, cid)
         assert (await main_stream.next())["status"] == 200
         assert (await request(app, "DELETE", b"", {CID: cid}))[0] == 202
@@ -153,7 +155,12 @@ def test_a_flood_of_bare_initialize_evicts_itself_not_new_clients() -> None:
             get.incoming.put_nowait({"type": "http.request", "body": b"", "more_body": False})
             assert (await get.next())["status"] == 200
         status, headers, body = await post_from(app, "192.0.2.1")
-        assert (status, *error_of(body)) == (503, 0, -32600) and headers["retry-after"]
+        assert (status, *error_of(body)) == (503, 0, -32000) and headers["retry-after"] == "5"
+        assert json.loads(body)["error"]["data"] == {
+            "details": "too many connections (max_per_client)",
+            "limit": "max_per_client",
+            "retryAfter": 5.0,
+        }
         assert (await post_from(app, "192.0.2.2"))[0] == 200
         await app.aclose()
         await asyncio.wait_for(watching.task, TIMEOUT)

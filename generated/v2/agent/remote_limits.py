@@ -26,7 +26,11 @@ long turn never keeps the connection's other requests waiting for its end); sess
 spread over time, not let through in step on each of its connections) and new connections
 (`connection_rate` per client address) are paced by token buckets (`remote_rate`): over a
 rate, an admission waits its turn up to `rate_wait` seconds, and is refused beyond (-32000
-with `data.retryAfter`; 429 with `Retry-After` for a new connection or a stream).
+with `data.retryAfter`; 429 with `Retry-After` for a new connection or a stream). A refusal by
+one bucket gives back the token another had just taken for it. Every refusal of a limit or a
+rate is the same JSON-RPC error on both profiles (`limit_error`: -32000, `data.details`,
+`data.limit`, `data.retryAfter` when waiting helps), and over HTTP (429, 503) `Retry-After`
+says the same in whole seconds (`limit_refusal`).
 
 Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
 Streamable HTTP connection with no open SSE stream and no POST in progress for
@@ -39,14 +43,24 @@ given up after `request_timeout` unless the caller passed its own `timeout=`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from .dispatch import RequestError
+from .remote_auth import Refusal
 from .remote_rate import Pace
 
-__all__ = ["LIMIT_EXCEEDED", "RATES", "Admission", "Budget", "Limits"]
+__all__ = [
+    "LIMIT_EXCEEDED",
+    "RATES",
+    "Admission",
+    "Budget",
+    "Limits",
+    "limit_error",
+    "limit_refusal",
+]
 
 LIMIT_EXCEEDED: Final = -32000  # a JSON-RPC server error: the request was refused, not failed
 _OPENING: Final = frozenset({"session/load", "session/resume", "session/fork"})
@@ -134,19 +148,33 @@ RATES: Final = (
 test from one address)."""
 
 
+def limit_error(limit: str, details: str, retry: float | None = None) -> RequestError:
+    """The one JSON-RPC error of every limit's and rate's refusal, on both profiles: -32000
+    "Limit exceeded", `data.details` (for people), `data.limit` (the `Limits` or `asgi_app`
+    field) and, when waiting helps, `data.retryAfter` (seconds)."""
+    data: dict[str, Any] = {"details": details, "limit": limit}
+    if retry is not None:
+        data["retryAfter"] = round(retry, 3)
+    return RequestError(LIMIT_EXCEEDED, "Limit exceeded", data)
+
+
+def limit_refusal(status: int, error: RequestError) -> Refusal:
+    """`error` (a `limit_error`) as an HTTP refusal (429 or 503), with `Retry-After` in whole
+    seconds, rounded up, when the error says when: the one place the header is written."""
+    data = cast("dict[str, Any]", error.data)
+    retry = data.get("retryAfter")
+    headers = () if retry is None else ((b"retry-after", str(max(1, math.ceil(retry))).encode()),)
+    return Refusal(status, data["details"], headers, error)
+
+
 def over(limit: str, value: int) -> RequestError:
-    return RequestError(
-        LIMIT_EXCEEDED,
-        "Limit exceeded",
-        {"details": f"over this connection's {limit} limit of {value}", "limit": limit},
-    )
+    return limit_error(limit, f"over this connection's {limit} limit of {value}")
 
 
 def too_fast(limit: str, rate: float, retry: float, whose: str) -> RequestError:
     """Over a rate: the seconds to retry after in the data's `retryAfter`."""
     details = f"over {whose} {limit} of {rate:g} a second: retry after {retry:.1f} s"
-    data = {"details": details, "limit": limit, "retryAfter": round(retry, 3)}
-    return RequestError(LIMIT_EXCEEDED, "Limit exceeded", data)
+    return limit_error(limit, details, retry)
 
 
 class Admission:
@@ -201,6 +229,8 @@ class Admission:
         if self._client is not None:
             more = self._client()
             if more < 0:
+                if self._pace is not None:  # refused: the connection's token is given back
+                    self._pace.refund()
                 rate = self._limits.client_session_rate or 0.0
                 return too_fast("client_session_rate", rate, -more, "this client address's")
             delay = max(delay, more)
