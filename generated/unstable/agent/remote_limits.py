@@ -43,7 +43,6 @@ given up after `request_timeout` unless the caller passed its own `timeout=`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, cast
@@ -163,7 +162,9 @@ def limit_refusal(status: int, error: RequestError) -> Refusal:
     seconds, rounded up, when the error says when: the one place the header is written."""
     data = cast("dict[str, Any]", error.data)
     retry = data.get("retryAfter")
-    headers = () if retry is None else ((b"retry-after", str(max(1, math.ceil(retry))).encode()),)
+    # Rounded up, here without `math`: the generated runtime imports a fixed list of modules.
+    whole = None if retry is None else max(1, -int(-retry // 1))
+    headers = () if whole is None else ((b"retry-after", str(whole).encode()),)
     return Refusal(status, data["details"], headers, error)
 
 
