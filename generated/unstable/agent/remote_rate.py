@@ -21,12 +21,12 @@ _PRUNE_AT: Final = 4096  # client addresses remembered before the replenished on
 class Pace:
     """One token bucket: `rate` tokens a second, `burst` at most at once."""
 
-    __slots__ = ("_interval", "_burst", "_wait", "_due")
+    __slots__ = ("_interval", "_tolerance", "_wait", "_due")
 
     def __init__(self, rate: float, burst: float, wait: float | None) -> None:
         self._interval = 1.0 / rate
-        self._burst = burst
-        self._wait = wait
+        self._tolerance = (burst - 1) * self._interval  # how far ahead of now a token may be spent
+        self._wait = float("inf") if wait is None else wait
         self._due = 0.0  # when the bucket is full again (the next token's theoretical time)
 
     def admit(self, now: float | None = None, cost: float = 1) -> float:
@@ -35,9 +35,10 @@ class Pace:
         Booked at once: admissions that wait keep their order."""
         now = time.monotonic() if now is None else now
         due = max(self._due, now)
-        # How far ahead of now tokens may be spent: the burst less this admission's own cost.
-        delay = due - (self._burst - cost) * self._interval - now
-        if self._wait is not None and delay > self._wait:
+        delay = due - self._tolerance - now
+        if cost != 1:  # the bucket must hold all of it: its tokens after the first are due too
+            delay += (cost - 1) * self._interval
+        if delay > self._wait:
             return -(delay - self._wait)
         self._due = due + cost * self._interval
         return max(delay, 0.0)
