@@ -22,7 +22,8 @@ messages kept the server busy converting and parsing them, and a good client's t
 behind that work (p99 6-12x its quiet value). Over its rate a frame is not refused: its
 socket is not read until its turn (TCP backpressure), so a sender costs the server at most
 `rate` bytes a second of large-message work, whatever it sends. Frames up to `small` are never
-paced: prompts and replies do not wait behind an address's large messages.
+paced: prompts and replies do not wait behind an address's large messages. A socket held for the
+budget or the rate is not closed for a late pong (the pong is behind the frame that waits).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.frames import Frame
 
 SMALL = 64 * 1024
-RATE = 32 * 1024 * 1024  # large-frame bytes a second per client address (`rate`)
+RATE = 4 * 1024 * 1024  # large-frame bytes a second per client address (`rate`)
 BURST = 16 * 1024 * 1024  # ... at once: two of the largest messages without any wait
 
 
@@ -221,6 +222,14 @@ class BudgetedWebSocket(WebSocketsSansIOProtocol):
     def handle_cont(self, event: Frame) -> None:
         super().handle_cont(event)
         event.data = b""
+
+    # A held socket is not read, so its pong waits behind the held frame: while the hold lasts
+    # (ours, not the peer's doing) its pong deadline starts over instead of closing it (1011).
+    def keepalive_timeout(self) -> None:
+        if self.wanted and self.ping_timeout is not None and not self.transport.is_closing():
+            self.pong_timer = self.loop.call_later(self.ping_timeout, self.keepalive_timeout)
+            return
+        super().keepalive_timeout()
 
     # -- the message's reservation follows it to the app ------------------------------
     def send_receive_event_to_app(self) -> None:
