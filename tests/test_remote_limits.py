@@ -135,7 +135,8 @@ async def post_from(app: agent.AsgiApp, address: str, body: bytes = INIT) -> tup
 
 def test_a_flood_of_bare_initialize_evicts_itself_not_new_clients() -> None:
     async def main() -> None:
-        app = agent.asgi_app(Chatty, max_connections=4, allow_unauthenticated=True, limits=Limits(max_per_client=3))
+        limits = Limits(max_per_client=3, evict_after=0)  # the grace is the next test's
+        app = agent.asgi_app(Chatty, max_connections=4, allow_unauthenticated=True, limits=limits)
         used = await initialized(app)  # a real client: it opens its stream
         watching = stream(app, used)
         assert (await watching.next())["status"] == 200
@@ -166,6 +167,35 @@ def test_a_flood_of_bare_initialize_evicts_itself_not_new_clients() -> None:
         await asyncio.wait_for(watching.task, TIMEOUT)
 
     run(main)
+
+
+def test_a_connection_just_initialized_is_not_evicted_for_room() -> None:
+    """A client between its `initialize` and its next message looks fresh, as a bare flood's
+    connection does: for `evict_after` it is not evicted, a newcomer over the cap is refused;
+    past it, the oldest fresh one makes room again."""
+
+    async def main() -> None:
+        app = agent.asgi_app(
+            Chatty, max_connections=2, allow_unauthenticated=True, limits=Limits(evict_after=0.3)
+        )
+        first = (await post_from(app, "198.51.100.7"))[1][CID]
+        second = (await post_from(app, "198.51.100.8"))[1][CID]
+        status, headers, body = await post_from(app, "198.51.100.9")
+        assert (status, *error_of(body)) == (503, 0, -32000) and "retry-after" in headers
+        await asyncio.sleep(0.35)
+        status, headers, _ = await post_from(app, "198.51.100.9")
+        assert status == 200  # the oldest fresh one, `first`, made room
+        assert (await request(app, "DELETE", b"", {CID: first}))[0] == 404
+        assert (await request(app, "DELETE", b"", {CID: second}))[0] == 202
+        await app.aclose()
+
+    run(main)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan")])
+def test_evict_after_refuses_nonsense(bad: float) -> None:
+    with pytest.raises(ValueError, match="evict_after"):
+        Limits(evict_after=bad)
 
 
 def test_requests_inside_the_authentication_hook_are_capped() -> None:

@@ -15,8 +15,9 @@ Going over a cap never ends a connection that is in use: a request over `max_pen
 `max_sessions` gets a JSON-RPC error under its own id (-32000, the details say which limit),
 an SSE stream over `max_streams` a 429 with a JSON-RPC body, a new connection over
 `max_connections` / `max_per_client` first evicts the oldest connection still *fresh*
-(initialized but never used since: no second message, no stream), and only when none is,
-is refused with 503. So a flood of bare `initialize` requests evicts itself, not new clients.
+(initialized but never used since: no second message, no stream) for `evict_after` seconds,
+and only when none is, is refused with 503. So a flood of bare `initialize` requests evicts
+itself, not new clients, nor a client between its `initialize` and its next message.
 
 Fair turns and rates: at most `max_running` handlers of a connection run at once, the rest
 wait in arrival order (see `slots`), and a handler counts for at most `slot_lease` seconds (a
@@ -75,6 +76,7 @@ class Limits:
     max_per_client: int | None = 256  # live connections per client address
     max_authenticating: int = 256  # requests inside the `authenticate` hook at once
     initialize_timeout: float | None = 10.0  # a new WebSocket's first message
+    evict_after: float = 1.0  # seconds a connection is fresh before it may be evicted for room
     http_idle_timeout: float | None = 30.0  # no stream open and no request: the HTTP end
     body_timeout: float | None = 30.0  # a POST's whole body (a slow body is a slowloris)
     request_timeout: float | None = None  # the agent's requests to the client
@@ -132,6 +134,8 @@ class Limits:
                     f"Limits.{name} must be positive (seconds, or a rate a second) or None, "
                     f"got {seconds!r}"
                 )
+        if not self.evict_after >= 0:
+            raise ValueError(f"Limits.evict_after must be seconds >= 0, got {self.evict_after!r}")
         if not self.rate_wait >= 0:
             raise ValueError(f"Limits.rate_wait must be seconds >= 0, got {self.rate_wait!r}")
 

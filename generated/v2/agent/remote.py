@@ -156,7 +156,10 @@ class AsgiApp:
         return None
 
     def _evict(self, links: list[Link]) -> bool:
-        oldest = next((link for link in links if link.fresh), None)  # dicts keep age order
+        # Not one fresh for less than evict_after: a client between its initialize and its
+        # next message looks fresh too (a flood from its address evicted it in that moment).
+        since = asyncio.get_running_loop().time() - self.limits.caps.evict_after
+        oldest = next((link for link in links if link.fresh and link.last_activity <= since), None)
         if oldest is None:
             return False
         _log.info("remote connection %s evicted: never used, and a new one needs room", oldest.id)
