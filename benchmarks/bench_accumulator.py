@@ -16,8 +16,9 @@ import json
 import time
 from typing import Any
 
-from _common import chunk_lines, tool_update_lines
+from _common import chunk_lines, tool_update_lines  # first: it puts generated/ on sys.path
 
+# isort: split
 import client.contrib as gc
 import client.types as gt
 
@@ -40,7 +41,8 @@ def ours(params: list[dict[str, Any]]) -> tuple[float, int]:
     for note in decoded:
         acc.apply(note)
     elapsed = time.thread_time() - start
-    assert len(acc.snapshot().agent_messages) == sum(1 for p in params if "content" in p["update"] and "toolCallId" not in p["update"])
+    messages = sum(1 for p in params if "content" in p["update"] and "toolCallId" not in p["update"])
+    assert len(acc.snapshot().agent_messages) == messages
     return elapsed, len(decoded)
 
 

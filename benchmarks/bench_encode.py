@@ -27,8 +27,9 @@ from typing import Any
 if "--orjson" not in sys.argv:
     sys.modules["orjson"] = None  # importing orjson now fails: the standard library path
 
-from _common import DIFF_NEW, DIFF_OLD, TEXT_200
+from _common import DIFF_NEW, DIFF_OLD, TEXT_200  # first: it puts generated/ on sys.path
 
+# isort: split
 import agent.jsonline
 
 NON_ASCII = ("Le renard brun rapide saute — 日本語のテキスト ✓ ü " * 6)[:200]
@@ -36,7 +37,8 @@ NON_ASCII = ("Le renard brun rapide saute — 日本語のテキスト ✓ ü " 
 
 def chunk(i: int, text: str) -> dict[str, Any]:
     update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"{i} {text}"}}
-    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "sess_abc123def456", "update": update}}
+    params = {"sessionId": "sess_abc123def456", "update": update}
+    return {"jsonrpc": "2.0", "method": "session/update", "params": params}
 
 
 def tool_update(i: int) -> dict[str, Any]:

@@ -249,7 +249,9 @@ def main() -> None:
     ours = import_time("agent")
     try:
         sdk = import_time("acp")
-        print(f"\nimport: generated package {ours * 1e3:.1f} ms, `import acp` {sdk * 1e3:.1f} ms, ratio {ours / sdk:.2f}x")
+        print(
+            f"\nimport: generated package {ours * 1e3:.1f} ms, `import acp` {sdk * 1e3:.1f} ms, ratio {ours / sdk:.2f}x"
+        )
     except subprocess.CalledProcessError:
         print(f"\nimport: generated package {ours * 1e3:.1f} ms (official SDK not installed)")
 

@@ -40,15 +40,23 @@ TEXT = ("The quick brown fox jumps over the lazy dog; " * 5)[:200]
 STAMP = "2026-01-01T00:00:00.000000Z"
 
 
+def updated(i: int) -> str:
+    return f"2026-01-01T{i // 36000:02d}:{i // 600 % 60:02d}:{i // 10 % 60:02d}.000000Z"
+
+
 def fill_sqlite(store: SqliteStore, n: int) -> None:
     # %06d: updated_at strings sort as text; many ties on purpose (ten sessions per second)
     rows = [
-        (f"sess-{i:07d}", OWNER, f"/work/p{i % 10}", STAMP, f"2026-01-01T{i // 36000:02d}:{i // 600 % 60:02d}:{i // 10 % 60:02d}.000000Z", None, "{}")
+        (f"sess-{i:07d}", OWNER, f"/work/p{i % 10}", STAMP, updated(i), None, "{}")
         for i in range(n)
-    ]  # fmt: skip
+    ]
     conn = store._conn
     conn.execute("BEGIN IMMEDIATE")
-    conn.executemany("INSERT INTO acp_sessions (session_id, owner, cwd, created_at, updated_at, title, state, entries) VALUES (?, ?, ?, ?, ?, ?, ?, 0)", rows)  # fmt: skip
+    conn.executemany(
+        "INSERT INTO acp_sessions (session_id, owner, cwd, created_at, updated_at, title, state, entries)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
+        rows,
+    )
     conn.execute("COMMIT")
     conn.execute("ANALYZE")
 
@@ -105,7 +113,9 @@ async def time_append(store: SessionStore, rounds: int = 200) -> dict[str, float
         n = max(20, rounds // batch * 4)
         t0 = time.perf_counter()
         for _ in range(n):
-            await store.save(OWNER, "append-target", updated_at=STAMP, title=None, state={"mode": "code"}, entries=entries)
+            await store.save(
+                OWNER, "append-target", updated_at=STAMP, title=None, state={"mode": "code"}, entries=entries
+            )
         per_save = (time.perf_counter() - t0) / n * 1e6
         out[f"save of {batch:3d}: us/save"] = per_save
         out[f"save of {batch:3d}: us/entry"] = per_save / batch

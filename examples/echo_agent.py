@@ -20,7 +20,7 @@ Both servers are set up against hostile clients (docs/security.md's table): a re
 arrive within `--head-timeout` (10 s), WebSockets are pinged every `--ping` seconds (20) and closed
 without a pong within as long, permessage-deflate is off, at most `--ws-budget` bytes (8 MiB) of
 WebSocket messages are being received at once over all connections and at most `--ws-rate` bytes a
-second (32 MiB) of large ones per client address (a sender over either waits: ws_budget.py; glibc
+second (4 MiB) of large ones per client address (a sender over either waits: ws_budget.py; glibc
 keeps `--malloc-keep` bytes of freed memory for the next one, malloc_keep.py), a Streamable HTTP
 connection with no stream and no request ends after `--http-idle-timeout` (30 s), and TCP keepalive
 finds peers that vanished without a FIN. A POST's body must arrive within `--body-timeout` (30 s,
@@ -148,9 +148,10 @@ KEEPALIVE = (30, 10, 3)  # TCP keepalive: idle seconds, probe interval, probes: 
 # 40 senders of 7 MiB messages a good client's p99 was 70-121 ms with it, 117-327 ms with 32 MiB.
 WS_BUDGET = 8 * 1024 * 1024
 # Bytes a second of large WebSocket frames (over 64 KiB) per client address (ws_budget.py): the budget
-# bounds memory, this bounds the CPU a sender's large messages take. Under the same 40 senders a good
-# client's p99 was 6-12x its quiet value without it (the server busy parsing 7 MiB messages back to back).
-WS_RATE = 32 * 1024 * 1024
+# bounds memory, this bounds the CPU a sender's large messages take. Each 7 MiB message is ~12-15 ms of
+# CPU the loop cannot split (the parse), so a good turn that meets one waits: under the same 40 senders a
+# good client's p99 was 6-12x quiet without a rate, 25-40 ms at 32 MiB/s, 7.6-9.1 at 8, 6.6-8.2 at 4.
+WS_RATE = 4 * 1024 * 1024
 # Freed memory glibc keeps for the next large message (malloc_keep.py): a 7 MiB message cost 30-34 ms of
 # server CPU with glibc's defaults (its copies' pages faulted in afresh each time), 15-19 ms with this.
 MALLOC_KEEP = 128 * 1024 * 1024

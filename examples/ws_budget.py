@@ -16,53 +16,29 @@ message is done when the app asks for the next one (the app's budget counts it f
 - Waiting connections are served first come, first served.
 
 A byte rate per client address (`rate` bytes a second, `burst` at once; None: none) paces the
-large frames (over `small`) too. The budget bounds memory, not time: 40 senders of 7 MiB
+large frames (over `small`) too: the generated package's token buckets (`remote_rate.Paces`, the
+ones `Limits`' rates use), a frame's size its cost. The budget bounds memory, not time: 40 senders of 7 MiB
 messages kept the server busy converting and parsing them, and a good client's turns waited
 behind that work (p99 6-12x its quiet value). Over its rate a frame is not refused: its
 socket is not read until its turn (TCP backpressure), so a sender costs the server at most
 `rate` bytes a second of large-message work, whatever it sends. Frames up to `small` are never
-paced: prompts and replies do not wait behind an address's large messages.
+paced: prompts and replies do not wait behind an address's large messages. A socket held for the
+budget or the rate is not closed for a late pong (the pong is behind the frame that waits).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
-from typing import Any, Final
+from typing import Any
 
+from agent.remote_rate import Paces  # the generated package's token buckets (its importer puts it on the path)
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame
 
 SMALL = 64 * 1024
-RATE = 32 * 1024 * 1024  # large-frame bytes a second per client address (`rate`)
+RATE = 4 * 1024 * 1024  # large-frame bytes a second per client address (`rate`)
 BURST = 16 * 1024 * 1024  # ... at once: two of the largest messages without any wait
-_PRUNE_AT: Final = 4096  # client addresses remembered before the caught-up ones are dropped
-
-
-class ByteRate:
-    """A byte rate per key (a client address), kept as the time each key's bucket is full again
-    (GCRA): `rate` bytes a second, `burst` at once. `take` books a frame and says how long it
-    must wait for its turn; booked at once, so waiting frames keep their order."""
-
-    __slots__ = ("_rate", "_tolerance", "_due")
-
-    def __init__(self, rate: float, burst: int) -> None:
-        if not rate > 0 or burst < 0:
-            raise ValueError(f"a byte rate takes a positive rate and burst >= 0, got {rate!r}, {burst!r}")
-        self._rate = rate
-        self._tolerance = burst / rate  # how far ahead of now bytes may be booked
-        self._due: dict[str, float] = {}
-
-    def take(self, key: str, size: int, now: float | None = None) -> float:
-        """Book `size` bytes for `key`: the seconds to wait before reading them (0: now)."""
-        now = time.monotonic() if now is None else now
-        due = self._due
-        if len(due) >= _PRUNE_AT and key not in due:
-            self._due = due = {k: d for k, d in due.items() if d > now}
-        start = max(due.get(key, now), now)
-        due[key] = start + size / self._rate
-        return max(0.0, due[key] - self._tolerance - now)
 
 
 class ReceiveBudget:
@@ -71,9 +47,13 @@ class ReceiveBudget:
     def __init__(self, limit: int, small: int = SMALL, rate: float | None = RATE, burst: int = BURST) -> None:
         if limit < 1 or small < 0:
             raise ValueError(f"a receive budget takes a positive limit, got {limit!r}")
+        if rate is not None and (not rate > 0 or burst < 0):
+            raise ValueError(f"a byte rate takes a positive rate and burst >= 0, got {rate!r}, {burst!r}")
         self.limit = limit
         self.small = small
-        self.rates = None if rate is None else ByteRate(rate, burst)  # large frames, per address
+        # Large frames' bytes per client address: a token bucket with the frame's size as its
+        # cost, never refused (wait None): a frame over the rate waits its turn, however long.
+        self.rates = None if rate is None else Paces(rate, burst, wait=None)
         self.used = 0
         self.peak = 0
         self._waiting: deque[BudgetedWebSocket] = deque()
@@ -166,7 +146,7 @@ class BudgetedWebSocket(WebSocketsSansIOProtocol):
                 continue
             rates = self.budget.rates
             if rates is not None and size > self.budget.small:
-                delay = rates.take(self.client[0] if self.client else "", size)
+                delay = rates.admit(self.client[0] if self.client else "", cost=size)
                 if delay > 0:  # not its address's turn yet: the rest waits, the socket unread
                     self.wanted = size
                     self._held = data[i:]
@@ -242,6 +222,14 @@ class BudgetedWebSocket(WebSocketsSansIOProtocol):
     def handle_cont(self, event: Frame) -> None:
         super().handle_cont(event)
         event.data = b""
+
+    # A held socket is not read, so its pong waits behind the held frame: while the hold lasts
+    # (ours, not the peer's doing) its pong deadline starts over instead of closing it (1011).
+    def keepalive_timeout(self) -> None:
+        if self.wanted and self.ping_timeout is not None and not self.transport.is_closing():
+            self.pong_timer = self.loop.call_later(self.ping_timeout, self.keepalive_timeout)
+            return
+        super().keepalive_timeout()
 
     # -- the message's reservation follows it to the app ------------------------------
     def send_receive_event_to_app(self) -> None:

@@ -12,8 +12,9 @@ Going over a cap never ends a connection that is in use: a request over `max_pen
 `max_sessions` gets a JSON-RPC error under its own id (-32000, the details say which limit),
 an SSE stream over `max_streams` a 429 with a JSON-RPC body, a new connection over
 `max_connections` / `max_per_client` first evicts the oldest connection still *fresh*
-(initialized but never used since: no second message, no stream), and only when none is,
-is refused with 503. So a flood of bare `initialize` requests evicts itself, not new clients.
+(initialized but never used since: no second message, no stream) for `evict_after` seconds,
+and only when none is, is refused with 503. So a flood of bare `initialize` requests evicts
+itself, not new clients, nor a client between its `initialize` and its next message.
 
 Fair turns and rates: at most `max_running` handlers of a connection run at once, the rest
 wait in arrival order (see `slots`), and a handler counts for at most `slot_lease` seconds (a
@@ -23,7 +24,11 @@ long turn never keeps the connection's other requests waiting for its end); sess
 spread over time, not let through in step on each of its connections) and new connections
 (`connection_rate` per client address) are paced by token buckets (`remote_rate`): over a
 rate, an admission waits its turn up to `rate_wait` seconds, and is refused beyond (-32000
-with `data.retryAfter`; 429 with `Retry-After` for a new connection or a stream).
+with `data.retryAfter`; 429 with `Retry-After` for a new connection or a stream). A refusal by
+one bucket gives back the token another had just taken for it. Every refusal of a limit or a
+rate is the same JSON-RPC error on both profiles (`limit_error`: -32000, `data.details`,
+`data.limit`, `data.retryAfter` when waiting helps), and over HTTP (429, 503) `Retry-After`
+says the same in whole seconds (`limit_refusal`).
 
 Deadlines: a WebSocket that has not sent a message within `initialize_timeout` is closed; a
 Streamable HTTP connection with no open SSE stream and no POST in progress for
@@ -41,9 +46,18 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from .dispatch import RequestError
+from .remote_auth import Refusal
 from .remote_rate import Pace
 
-__all__ = ["LIMIT_EXCEEDED", "RATES", "Admission", "Budget", "Limits"]
+__all__ = [
+    "LIMIT_EXCEEDED",
+    "RATES",
+    "Admission",
+    "Budget",
+    "Limits",
+    "limit_error",
+    "limit_refusal",
+]
 
 LIMIT_EXCEEDED: Final = -32000  # a JSON-RPC server error: the request was refused, not failed
 _OPENING: Final = frozenset({"session/load", "session/resume", "session/fork"})
@@ -59,6 +73,7 @@ class Limits:
     max_per_client: int | None = 256  # live connections per client address
     max_authenticating: int = 256  # requests inside the `authenticate` hook at once
     initialize_timeout: float | None = 10.0  # a new WebSocket's first message
+    evict_after: float = 1.0  # seconds a connection is fresh before it may be evicted for room
     http_idle_timeout: float | None = 30.0  # no stream open and no request: the HTTP end
     body_timeout: float | None = 30.0  # a POST's whole body (a slow body is a slowloris)
     request_timeout: float | None = None  # the agent's requests to the client
@@ -116,6 +131,8 @@ class Limits:
                     f"Limits.{name} must be positive (seconds, or a rate a second) or None, "
                     f"got {seconds!r}"
                 )
+        if not self.evict_after >= 0:
+            raise ValueError(f"Limits.evict_after must be seconds >= 0, got {self.evict_after!r}")
         if not self.rate_wait >= 0:
             raise ValueError(f"Limits.rate_wait must be seconds >= 0, got {self.rate_wait!r}")
 
@@ -131,19 +148,35 @@ RATES: Final = (
 test from one address)."""
 
 
+def limit_error(limit: str, details: str, retry: float | None = None) -> RequestError:
+    """The one JSON-RPC error of every limit's and rate's refusal, on both profiles: -32000
+    "Limit exceeded", `data.details` (for people), `data.limit` (the `Limits` or `asgi_app`
+    field) and, when waiting helps, `data.retryAfter` (seconds)."""
+    data: dict[str, Any] = {"details": details, "limit": limit}
+    if retry is not None:
+        data["retryAfter"] = round(retry, 3)
+    return RequestError(LIMIT_EXCEEDED, "Limit exceeded", data)
+
+
+def limit_refusal(status: int, error: RequestError) -> Refusal:
+    """`error` (a `limit_error`) as an HTTP refusal (429 or 503), with `Retry-After` in whole
+    seconds, rounded up, when the error says when: the one place the header is written."""
+    data = cast("dict[str, Any]", error.data)
+    retry = data.get("retryAfter")
+    # Rounded up, here without `math`: the generated runtime imports a fixed list of modules.
+    whole = None if retry is None else max(1, -int(-retry // 1))
+    headers = () if whole is None else ((b"retry-after", str(whole).encode()),)
+    return Refusal(status, data["details"], headers, error)
+
+
 def over(limit: str, value: int) -> RequestError:
-    return RequestError(
-        LIMIT_EXCEEDED,
-        "Limit exceeded",
-        {"details": f"over this connection's {limit} limit of {value}", "limit": limit},
-    )
+    return limit_error(limit, f"over this connection's {limit} limit of {value}")
 
 
 def too_fast(limit: str, rate: float, retry: float, whose: str) -> RequestError:
     """Over a rate: the seconds to retry after in the data's `retryAfter`."""
     details = f"over {whose} {limit} of {rate:g} a second: retry after {retry:.1f} s"
-    data = {"details": details, "limit": limit, "retryAfter": round(retry, 3)}
-    return RequestError(LIMIT_EXCEEDED, "Limit exceeded", data)
+    return limit_error(limit, details, retry)
 
 
 class Admission:
@@ -198,6 +231,8 @@ class Admission:
         if self._client is not None:
             more = self._client()
             if more < 0:
+                if self._pace is not None:  # refused: the connection's token is given back
+                    self._pace.refund()
                 rate = self._limits.client_session_rate or 0.0
                 return too_fast("client_session_rate", rate, -more, "this client address's")
             delay = max(delay, more)

@@ -716,7 +716,9 @@ def test_many_large_messages_at_once_stay_under_the_memory_bound(tmp_path: Path)
     """24 WebSockets each send two 7 MiB messages at once (336 MiB in all, which the server once
     held in two to four copies): the server grows by less than
     RSS_BOUND, a legitimate 7 MiB prompt from another client is echoed back whole meanwhile, and
-    every sender's connection then answers a request. Its own server: the RSS is its alone."""
+    every sender's connection then answers a request. Its own server: the RSS is its alone. The
+    bound is the receive budget's, not the byte rate's: at the default 4 MiB a second the 336 MiB
+    from one address would take 80 s, so the rate is raised to 64 MiB (about 5 s)."""
     import websockets
 
     tokens = tmp_path / "tokens"
@@ -748,7 +750,7 @@ def test_many_large_messages_at_once_stay_under_the_memory_bound(tmp_path: Path)
                     assert echoed == "y" * BIG
                     return str(message["result"]["stopReason"])
 
-    with listening_echo_agent("--token-file", str(tokens)) as urls:
+    with listening_echo_agent("--token-file", str(tokens), "--ws-rate", str(64 << 20)) as urls:
 
         async def main() -> None:
             before = peak = rss_kib(urls["pid"])

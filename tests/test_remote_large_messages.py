@@ -16,11 +16,12 @@ import pytest
 from agent import types as at
 from agent.jsonline import HELD_FROM, loads
 from agent.remote_link import Link
+from agent.remote_rate import Paces
 from agent.remote_wire import frame
 from asgi_serving import listening_echo_agent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from ws_budget import BURST, RATE, ByteRate, budgeted  # noqa: E402
+from ws_budget import BURST, RATE, ReceiveBudget, budgeted  # noqa: E402
 
 TIMEOUT = 20.0
 MiB = 1024 * 1024
@@ -30,31 +31,34 @@ NEW = {"cwd": "/tmp", "mcpServers": []}
 
 # -- the byte rate ------------------------------------------------------------------------------
 def test_a_byte_rate_lets_its_burst_through_then_spaces_frames_by_size_per_key() -> None:
-    rate = ByteRate(1000.0, 3000)
-    assert [rate.take("a", 1000, now=10.0) for _ in range(3)] == [0.0, 0.0, 0.0]  # the burst
-    assert rate.take("a", 1000, now=10.0) == pytest.approx(1.0)  # booked behind it: its turn in 1 s
-    assert rate.take("a", 500, now=10.0) == pytest.approx(1.5)  # and the next behind that one
-    assert rate.take("b", 3000, now=10.0) == 0.0  # another address has its own bucket
-    assert rate.take("a", 1000, now=20.0) == 0.0  # caught up: full again
-    assert rate.take("c", 5000, now=10.0) == pytest.approx(2.0)  # larger than the burst: waits its excess
+    """ws_budget's byte rate is remote_rate's bucket, a frame's size its cost, never refused (the
+    same values as the ByteRate it replaced: its formula, written out, is the same)."""
+    rate = Paces(1000.0, 3000, wait=None)
+    assert [rate.admit("a", 1000, now=10.0) for _ in range(3)] == [0.0, 0.0, 0.0]  # the burst
+    assert rate.admit("a", 1000, now=10.0) == pytest.approx(1.0)  # booked behind it: its turn in 1 s
+    assert rate.admit("a", 500, now=10.0) == pytest.approx(1.5)  # and the next behind that one
+    assert rate.admit("b", 3000, now=10.0) == 0.0  # another address has its own bucket
+    assert rate.admit("a", 1000, now=20.0) == 0.0  # caught up: full again
+    assert rate.admit("c", 5000, now=10.0) == pytest.approx(2.0)  # larger than the burst: waits its excess
+    assert rate.admit("d", 10**9, now=10.0) == pytest.approx(10**6 - 3)  # however far: waits, never refused
 
 
 def test_a_byte_rate_forgets_caught_up_addresses_when_many_are_held() -> None:
-    rate = ByteRate(1000.0, 10)
+    rate = Paces(1000.0, 10, wait=None)
     for i in range(5000):
-        rate.take(f"10.0.{i // 256}.{i % 256}", 1, now=0.0)
-    assert rate.take("late", 1, now=1.0) == 0.0
-    assert len(rate._due) < 5000  # the caught-up ones went
+        rate.admit(f"10.0.{i // 256}.{i % 256}", 1, now=0.0)
+    assert rate.admit("late", 1, now=1.0) == 0.0
+    assert len(rate) < 5000  # the caught-up ones went
 
 
 @pytest.mark.parametrize("bad", [(0.0, 1), (-1.0, 1), (1.0, -1)])
 def test_a_byte_rate_refuses_nonsense(bad: tuple[float, int]) -> None:
     with pytest.raises(ValueError, match="byte rate"):
-        ByteRate(*bad)
+        ReceiveBudget(MiB, rate=bad[0], burst=bad[1])
 
 
 def test_budgeted_takes_the_rate_or_none() -> None:
-    assert budgeted(8 * MiB).budget.rates is not None and (RATE, BURST) == (32 * MiB, 16 * MiB)
+    assert budgeted(8 * MiB).budget.rates is not None and (RATE, BURST) == (4 * MiB, 16 * MiB)
     assert budgeted(8 * MiB, rate=None).budget.rates is None
 
 
@@ -62,7 +66,8 @@ def test_large_frames_from_one_address_are_paced_and_small_ones_are_not(tmp_path
     """`--ws-rate 8 MiB`: one WebSocket sends five 7 MiB notifications (35 MiB: the 16 MiB burst,
     then 19 MiB at 8 MiB a second, about 2.4 s) and then a request. Meanwhile another WebSocket from
     the same address is answered at once: its frames are small, never paced. The sender's request
-    comes back only after the pace let its large frames in."""
+    comes back only after the pace let its large frames in. With `--ping 0.5` the hold outlasts
+    several pong deadlines: the held socket is not closed for it (its pong is behind the frame)."""
     import websockets
 
     tokens = tmp_path / "tokens"
@@ -92,7 +97,7 @@ def test_large_frames_from_one_address_are_paced_and_small_ones_are_not(tmp_path
                 took.append(time.monotonic() - start)
             return took
 
-    with listening_echo_agent("--token-file", str(tokens), "--ws-rate", str(8 * MiB)) as urls:
+    with listening_echo_agent("--token-file", str(tokens), "--ws-rate", str(8 * MiB), "--ping", "0.5") as urls:
 
         async def main() -> tuple[float, list[float]]:
             paced, quick = await asyncio.wait_for(asyncio.gather(sender(urls["ws"]), small(urls["ws"])), TIMEOUT)

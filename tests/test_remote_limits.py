@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import tracemalloc
 from typing import Any
 
@@ -107,7 +108,8 @@ def test_sse_streams_over_the_cap_get_429_and_the_connection_goes_on() -> None:
             assert (await call.next())["status"] == 200
         over = stream(app, cid, "c")
         status, _, body = await over.response()
-        assert (status, *error_of(body)) == (429, None, -32600) and b"max_streams" in body
+        assert (status, *error_of(body)) == (429, None, -32000)
+        assert json.loads(body)["error"]["data"]["limit"] == "max_streams"
         main_stream = stream(app, cid)
         assert (await main_stream.next())["status"] == 200
         assert (await request(app, "DELETE", b"", {CID: cid}))[0] == 202
@@ -133,7 +135,8 @@ async def post_from(app: agent.AsgiApp, address: str, body: bytes = INIT) -> tup
 
 def test_a_flood_of_bare_initialize_evicts_itself_not_new_clients() -> None:
     async def main() -> None:
-        app = agent.asgi_app(Chatty, max_connections=4, allow_unauthenticated=True, limits=Limits(max_per_client=3))
+        limits = Limits(max_per_client=3, evict_after=0)  # the grace is the next test's
+        app = agent.asgi_app(Chatty, max_connections=4, allow_unauthenticated=True, limits=limits)
         used = await initialized(app)  # a real client: it opens its stream
         watching = stream(app, used)
         assert (await watching.next())["status"] == 200
@@ -153,12 +156,46 @@ def test_a_flood_of_bare_initialize_evicts_itself_not_new_clients() -> None:
             get.incoming.put_nowait({"type": "http.request", "body": b"", "more_body": False})
             assert (await get.next())["status"] == 200
         status, headers, body = await post_from(app, "192.0.2.1")
-        assert (status, *error_of(body)) == (503, 0, -32600) and headers["retry-after"]
+        assert (status, *error_of(body)) == (503, 0, -32000) and headers["retry-after"] == "5"
+        assert json.loads(body)["error"]["data"] == {
+            "details": "too many connections (max_per_client)",
+            "limit": "max_per_client",
+            "retryAfter": 5.0,
+        }
         assert (await post_from(app, "192.0.2.2"))[0] == 200
         await app.aclose()
         await asyncio.wait_for(watching.task, TIMEOUT)
 
     run(main)
+
+
+def test_a_connection_just_initialized_is_not_evicted_for_room() -> None:
+    """A client between its `initialize` and its next message looks fresh, as a bare flood's
+    connection does: for `evict_after` it is not evicted, a newcomer over the cap is refused;
+    past it, the oldest fresh one makes room again."""
+
+    async def main() -> None:
+        app = agent.asgi_app(
+            Chatty, max_connections=2, allow_unauthenticated=True, limits=Limits(evict_after=0.3)
+        )
+        first = (await post_from(app, "198.51.100.7"))[1][CID]
+        second = (await post_from(app, "198.51.100.8"))[1][CID]
+        status, headers, body = await post_from(app, "198.51.100.9")
+        assert (status, *error_of(body)) == (503, 0, -32000) and "retry-after" in headers
+        await asyncio.sleep(0.35)
+        status, headers, _ = await post_from(app, "198.51.100.9")
+        assert status == 200  # the oldest fresh one, `first`, made room
+        assert (await request(app, "DELETE", b"", {CID: first}))[0] == 404
+        assert (await request(app, "DELETE", b"", {CID: second}))[0] == 202
+        await app.aclose()
+
+    run(main)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan")])
+def test_evict_after_refuses_nonsense(bad: float) -> None:
+    with pytest.raises(ValueError, match="evict_after"):
+        Limits(evict_after=bad)
 
 
 def test_requests_inside_the_authentication_hook_are_capped() -> None:

@@ -412,10 +412,11 @@ def test_max_connections_refuses_the_next_one() -> None:
         first.incoming.put_nowait(frame(1, "x/unknown", {}))  # in use: never evicted for room
         assert (await ws_answer(first))["error"]["code"] == -32601
         status, headers, body = await request(app, "POST", rpc(0, "initialize", {"protocolVersion": 1}), JSON)
-        assert (status, *error_of(body)) == (503, 0, -32600) and headers["retry-after"]
+        assert (status, *error_of(body)) == (503, 0, -32000) and headers["retry-after"]
         second = websocket(app)
         assert (await second.next())["type"] == "websocket.accept"
-        assert (await second.next()) == {"type": "websocket.close", "code": 1013, "reason": "too many connections"}
+        reason = "too many connections (max_connections)"
+        assert (await second.next()) == {"type": "websocket.close", "code": 1013, "reason": reason}
         first.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
         await asyncio.wait_for(asyncio.gather(first.task, second.task), TIMEOUT)
         await app.aclose()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Final, cast
 from urllib.parse import parse_qs
 
+from .dispatch import RequestError
 from .principal import LOCAL_PRINCIPAL, Principal
 
 __all__ = [
@@ -150,11 +151,13 @@ def _anonymous(token: str) -> str:
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a request is refused: its HTTP status, a message for the client, extra headers."""
+    """Why a request is refused: its HTTP status, a message for the client, extra headers, and
+    for a limit's refusal its JSON-RPC error (`remote_limits.limit_refusal`)."""
 
     status: int
     detail: str
     headers: tuple[tuple[bytes, bytes], ...] = ()
+    error: RequestError | None = None
 
 
 class Gate:

@@ -42,7 +42,7 @@ from .dispatch import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from .jsonline import Skim, loads
 from .principal import Principal
 from .remote_auth import Refusal
-from .remote_limits import LIMIT_EXCEEDED, Budget
+from .remote_limits import Budget, limit_refusal, over, too_fast
 from .remote_link import Link
 from .remote_rate import Paces
 from .remote_server_sse import HttpConnection, serve_stream
@@ -62,6 +62,7 @@ from .remote_wire import (
     over_budget,
     request_headers,
     send_error,
+    send_refusal,
 )
 
 _log = logging.getLogger(__name__)
@@ -258,8 +259,7 @@ class HttpTransport:
         return None
 
     async def _over_budget(self, send: Send, msg_id: Any) -> None:
-        retry = ((b"retry-after", b"1"),)
-        await send_error(send, 503, msg_id, LIMIT_EXCEEDED, over_budget(self.budget), headers=retry)
+        await send_refusal(send, limit_refusal(503, over_budget(self.budget)), msg_id)
 
     async def _initialize(
         self, body: bytes, fields: dict[str, Any], send: Send, who: Principal, client: str
@@ -273,10 +273,7 @@ class HttpTransport:
             return
         refusal = await self.room(client)
         if refusal is not None:
-            code = INVALID_REQUEST if refusal.status == 503 else LIMIT_EXCEEDED
-            await send_error(
-                send, refusal.status, msg_id, code, refusal.detail, headers=refusal.headers
-            )
+            await send_refusal(send, refusal, msg_id)
             return
         data = frame(body)
         if not self.budget.take(len(data)):
@@ -346,31 +343,39 @@ class HttpTransport:
                 send, 400 if CONNECTION_HEADER not in headers else 404, None, INVALID_REQUEST, state
             )
             return
-        caps = self.limits.caps
-        delay = 0.0 if state.stream_pace is None else state.stream_pace.admit()
-        where = f"this connection's stream_rate of {caps.stream_rate or 0.0:g}"
-        if delay >= 0 and self.streams is not None:
+        raw_session = headers.get(SESSION_HEADER)
+        session = None if raw_session is None else raw_session.decode("latin-1")
+        if not state.has_room(session):  # refused before the rates: no token spent on it
+            await _too_many_streams(send, state)
+            return
+        caps, pace, client = self.limits.caps, state.stream_pace, state.link.client
+        delay = 0.0 if pace is None else pace.admit()
+        if delay < 0:
+            rate = caps.stream_rate or 0.0
+            error = too_fast("stream_rate", rate, -delay, "this connection's")
+            await send_refusal(send, limit_refusal(429, error))
+            return
+        if self.streams is not None:
             # The address's own turn too: its connections' opens, each paced alone, came in
             # step (one per connection at every tick), bursts that a turn waited behind.
-            spread = self.streams.admit(state.link.client)
+            spread = self.streams.admit(client)
             if spread < 0:
-                delay = spread
+                if pace is not None:  # refused: the connection's token is given back
+                    pace.refund()
                 rate = caps.client_stream_rate or 0.0
-                where = f"this client address's client_stream_rate of {rate:g}"
-            else:
-                delay = max(delay, spread)
-        if delay < 0:
-            detail = f"over {where} a second: retry after {-delay:.1f} s"
-            retry = ((b"retry-after", str(int(-delay) + 1).encode()),)
-            await send_error(send, 429, None, LIMIT_EXCEEDED, detail, headers=retry)
-            return
+                error = too_fast("client_stream_rate", rate, -spread, "this client address's")
+                await send_refusal(send, limit_refusal(429, error))
+                return
+            delay = max(delay, spread)
         if delay:  # its turn (a flood of stream opens is held to the rate)
             await asyncio.sleep(delay)
-        raw_session = headers.get(SESSION_HEADER)
-        channel = state.stream(None if raw_session is None else raw_session.decode("latin-1"))
-        if channel is None:
-            detail = f"over this connection's max_streams limit of {state.max_streams}"
-            await send_error(send, 429, None, INVALID_REQUEST, detail)
+        channel = state.stream(session)
+        if channel is None:  # another GET took the last room while this one waited its turn
+            if pace is not None:
+                pace.refund()
+            if self.streams is not None:
+                self.streams.refund(client)
+            await _too_many_streams(send, state)
             return
         await serve_stream(state.link, channel, receive, send, self.limits.keepalive)
 
@@ -386,3 +391,8 @@ class HttpTransport:
         self._drop(state.link.id)
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
+
+
+async def _too_many_streams(send: Send, state: HttpConnection) -> None:
+    error = over("max_streams", state.max_streams or 0)
+    await send_refusal(send, limit_refusal(429, error))

@@ -79,13 +79,19 @@ class HttpConnection:
         channel = self.sessions.get(session) if session.__class__ is str else None
         (channel or self.main).push(line)
 
+    def has_room(self, session: str | None) -> bool:
+        """Whether `stream(session)` would give a channel (not one session stream too many)."""
+        if session is None or session in self.sessions or self.max_streams is None:
+            return True
+        return len(self.sessions) < self.max_streams
+
     def stream(self, session: str | None) -> Channel | None:
         """The stream's channel; None if it would be one session stream too many."""
         if session is None:
             return self.main
         channel = self.sessions.get(session)
         if channel is None:
-            if self.max_streams is not None and len(self.sessions) >= self.max_streams:
+            if not self.has_room(session):
                 return None
             channel = self.sessions[session] = Channel()
         return channel

@@ -41,12 +41,12 @@ from typing import Final
 from .agent import Agent
 from .principal import Principal
 from .remote_auth import Authenticate, AuthRequest, BearerTokens, Gate, Refusal, auth_request
-from .remote_limits import Budget
+from .remote_limits import Budget, limit_error, limit_refusal, too_fast
 from .remote_limits import Limits as Caps
 from .remote_link import Link
 from .remote_rate import Paces
 from .remote_server_http import HttpTransport
-from .remote_server_ws import WsTransport, refusal_code
+from .remote_server_ws import WsTransport
 from .remote_wire import (
     AnyReceive,
     AnySend,
@@ -56,6 +56,7 @@ from .remote_wire import (
     Send,
     request_headers,
     send_error,
+    send_refusal,
 )
 from .types import DecodeContext
 
@@ -121,22 +122,22 @@ class AsgiApp:
         paces = self._connection_paces
         delay = 0.0 if paces is None else paces.admit(client)
         if delay < 0:
-            caps = self.limits.caps
-            detail = (
-                f"too many new connections from this address (connection_rate "
-                f"{caps.connection_rate:g} a second): retry after {-delay:.1f} s"
-            )
-            retry = str(int(-delay) + 1).encode()  # whole seconds, rounded up
-            return Refusal(429, detail, ((b"retry-after", retry),))
+            rate = self.limits.caps.connection_rate or 0.0
+            error = too_fast("connection_rate", rate, -delay, "this client address's")
+            return limit_refusal(429, error)
         if delay:
             await asyncio.sleep(delay)
-        if self._has_room(client):
+        full = self._full(client)
+        if full is None:
             return None
-        return Refusal(503, "too many connections", ((b"retry-after", b"5"),))
+        if paces is not None:  # refused: the connection_rate token is given back
+            paces.refund(client)
+        error = limit_error(full, f"too many connections ({full})", 5.0)
+        return limit_refusal(503, error)
 
-    def _has_room(self, client: str) -> bool:
+    def _full(self, client: str) -> str | None:
         """Over a cap, the oldest fresh connection (of that client, for its own cap) is evicted
-        to make room; False if none is."""
+        to make room; the cap, if none is (None: room)."""
         self._start_reaper()
         cap, per_client = self.limits.max_connections, self.limits.caps.max_per_client
         # Under both caps even counting every link held (closed ones too), whoever's they are:
@@ -144,18 +145,21 @@ class AsgiApp:
         # O(N^2): 28% of the CPU opening 3,000, profiled).
         held = len(self.websockets) + len(self.http.links)
         if (cap is None or held < cap) and (per_client is None or held < per_client):
-            return True
+            return None
         live = [link for link in (*self.websockets.values(), *self.http.links.values())]
         live = [link for link in live if not link.closed]
         mine = [link for link in live if link.client == client]
         if per_client is not None and len(mine) >= per_client:
-            return self._evict(mine)
+            return None if self._evict(mine) else "max_per_client"
         if cap is not None and len(live) >= cap:
-            return self._evict(live)
-        return True
+            return None if self._evict(live) else "max_connections"
+        return None
 
     def _evict(self, links: list[Link]) -> bool:
-        oldest = next((link for link in links if link.fresh), None)  # dicts keep age order
+        # Not one fresh for less than evict_after: a client between its initialize and its
+        # next message looks fresh too (a flood from its address evicted it in that moment).
+        since = asyncio.get_running_loop().time() - self.limits.caps.evict_after
+        oldest = next((link for link in links if link.fresh and link.last_activity <= since), None)
         if oldest is None:
             return False
         _log.info("remote connection %s evicted: never used, and a new one needs room", oldest.id)
@@ -180,9 +184,7 @@ class AsgiApp:
                 return
             who = await self._admit("http", scope)
             if isinstance(who, Refusal):
-                await send_error(
-                    send, who.status, None, refusal_code(who), who.detail, headers=who.headers
-                )
+                await send_refusal(send, who)
             else:
                 await self.http(scope, receive, send, who)
 
@@ -193,7 +195,8 @@ class AsgiApp:
         if refusal is not None:
             return refusal
         if self._authenticating >= self.limits.caps.max_authenticating:
-            return Refusal(503, "too many requests being authenticated", ((b"retry-after", b"1"),))
+            detail = "too many requests being authenticated (max_authenticating)"
+            return limit_refusal(503, limit_error("max_authenticating", detail, 1.0))
         self._authenticating += 1
         try:
             return await self.gate.principal(auth_request(kind, scope, headers))

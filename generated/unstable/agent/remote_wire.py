@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from .dispatch import INTERNAL_ERROR, PARSE_ERROR
+from .dispatch import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RequestError
 from .jsonline import Skim, dumps
-from .remote_limits import LIMIT_EXCEEDED, Budget
+from .remote_auth import Refusal
+from .remote_limits import Budget, limit_error
 from .remote_limits import Limits as Caps
 from .types import DecodeContext
 
@@ -66,12 +67,35 @@ async def send_error(
 ) -> None:
     """An HTTP error answer with a JSON-RPC error body (`websocket`: as the refusal of an
     upgrade, through the ASGI `websocket.http.response` extension)."""
-    message = {
-        PARSE_ERROR: "Parse error",
-        INTERNAL_ERROR: "Internal error",
-        LIMIT_EXCEEDED: "Limit exceeded",
-    }.get(code, "Invalid request")
+    message = {PARSE_ERROR: "Parse error", INTERNAL_ERROR: "Internal error"}.get(
+        code, "Invalid request"
+    )
     body = dumps(error_body(msg_id, code, message, detail))
+    await _send_body(send, status, body, headers, websocket)
+
+
+async def send_refusal(
+    send: Send, refusal: Refusal, msg_id: Any = None, *, websocket: bool = False
+) -> None:
+    """A refusal as an HTTP answer: a limit's own JSON-RPC error (`remote_limits.limit_error`)
+    under `msg_id`, else -32603 for a server failure and -32600 for the rest."""
+    error = refusal.error
+    if error is None:
+        status = refusal.status
+        code = INTERNAL_ERROR if status >= 500 and status != 503 else INVALID_REQUEST
+        message = "Internal error" if code == INTERNAL_ERROR else "Invalid request"
+        error = RequestError(code, message, {"details": refusal.detail})
+    body = dumps({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
+    await _send_body(send, refusal.status, body, refusal.headers, websocket)
+
+
+async def _send_body(
+    send: Send,
+    status: int,
+    body: bytes,
+    headers: tuple[tuple[bytes, bytes], ...],
+    websocket: bool,
+) -> None:
     prefix = "websocket.http.response" if websocket else "http.response"
     await send({"type": f"{prefix}.start", "status": status, "headers": [JSON_CONTENT, *headers]})
     await send({"type": f"{prefix}.body", "body": body})
@@ -164,9 +188,16 @@ class Deadline:
             self._timer = None
 
 
-def over_budget(budget: Budget) -> str:
+BUDGET_RETRY: Final = 1.0  # seconds: messages in flight are read by their agents that soon
+
+
+def over_budget(budget: Budget) -> RequestError:
+    """The refusal of a message the app's byte budget cannot take, on both profiles."""
     limit = budget.limit
-    return f"the server has its {limit} bytes of messages in flight (max_inflight_bytes): try again"
+    details = (
+        f"the server has its {limit} bytes of messages in flight (max_inflight_bytes): try again"
+    )
+    return limit_error("max_inflight_bytes", details, BUDGET_RETRY)
 
 
 def over_budget_line(data: bytes, budget: Budget) -> bytes | None:
@@ -178,6 +209,5 @@ def over_budget_line(data: bytes, budget: Budget) -> bytes | None:
     if head is not None and "id" not in head:
         return None
     msg_id = head.get("id") if head is not None and id_key(head.get("id")) is not None else None
-    answer = error_body(msg_id, LIMIT_EXCEEDED, "Limit exceeded", over_budget(budget))
-    answer["error"]["data"]["limit"] = "max_inflight_bytes"
+    answer = {"jsonrpc": "2.0", "id": msg_id, "error": over_budget(budget).to_dict()}
     return dumps(answer) + b"\n"

@@ -17,7 +17,6 @@ from functools import partial
 from typing import Any, Final
 
 from .agent import Agent
-from .dispatch import INTERNAL_ERROR, INVALID_REQUEST
 from .principal import Principal
 from .remote_auth import Refusal
 from .remote_limits import Budget
@@ -31,7 +30,7 @@ from .remote_wire import (
     client_address,
     frame,
     over_budget_line,
-    send_error,
+    send_refusal,
 )
 
 _log = logging.getLogger(__name__)
@@ -41,11 +40,6 @@ _WS_GOING_AWAY: Final = 1001  # idle timeout, server shutdown
 _WS_POLICY: Final = 1008  # refused: Host, Origin or credentials
 _WS_INTERNAL: Final = 1011  # the agent factory failed
 _CLOSE_TIMEOUT: Final = 1.0
-
-
-def refusal_code(refusal: Refusal) -> int:
-    """The JSON-RPC code of a refusal's error body."""
-    return INTERNAL_ERROR if refusal.status >= 500 and refusal.status != 503 else INVALID_REQUEST
 
 
 class WsTransport:
@@ -202,15 +196,7 @@ class WsTransport:
     async def _refuse(scope: Scope, send: Send, refusal: Refusal) -> None:
         extensions: Any = scope.get("extensions")
         if isinstance(extensions, dict) and "websocket.http.response" in extensions:
-            await send_error(
-                send,
-                refusal.status,
-                None,
-                refusal_code(refusal),
-                refusal.detail,
-                headers=refusal.headers,
-                websocket=True,
-            )
+            await send_refusal(send, refusal, websocket=True)
         elif refusal.status in (429, 503):
             await send({"type": "websocket.accept"})
             await send({"type": "websocket.close", "code": _WS_TRY_AGAIN, "reason": refusal.detail})
