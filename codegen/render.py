@@ -58,6 +58,8 @@ FILES = {
 # kept as real Python (linted and type-checked as such) and only gets the generated header.
 RUNTIME_FILES = {
     "connection.py": "connection.py",
+    "connection_base.py": "connection_base.py",
+    "connection_inbound.py": "connection_inbound.py",
     "contrib_support.py": "contrib_support.py",
     "dispatch.py": "dispatch.py",
     "gchold.py": "gchold.py",
