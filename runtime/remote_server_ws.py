@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Final
@@ -66,21 +67,93 @@ class WsTransport:
         self.sessions = sessions  # sessions opened per client address
 
     async def __call__(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        # Memory per connection (thousands may be open, most idle): this coroutine, in the
+        # server's task, holds the connection for its whole life, so it is the only frame kept
+        # beside the reader's (its own task) and the connection's: the pump runs here, inline,
+        # and the admission apart (`_open`), its locals gone once it returns.
+        opened = await self._open(path, scope, receive, send)
+        if opened is None:
+            return
+        link, channel = opened
+        del opened
+        self.links[link.id] = link
+        try:
+            headers = [(b"acp-connection-id", link.id.encode())]
+            await send({"type": "websocket.accept", "headers": headers})
+            del headers
+            # Either end (the link closed, the reader returned) stops the pump (`_Pump.stop`).
+            pump = _Pump(asyncio.current_task(), channel)
+            stop = pump.stop
+            deadline = self.limits.caps.initialize_timeout
+            loop = asyncio.get_running_loop()
+            timer = None if deadline is None else loop.call_later(deadline, self._unspoken, link)
+            reader = asyncio.ensure_future(_read(link, receive, self.budget, timer, stop))
+            del timer  # the reader's: cancelled (and let go) with the first message, or at its end
+            link.on_close(stop)  # never undone: the link is closed below, which drops it
+            outbox = link.outbox
+            try:
+                while not pump.stopped:
+                    waiter = channel.waiter()
+                    if waiter is not None:
+                        await waiter
+                        continue  # pushed to, or stopped
+                    batch = channel.take()
+                    pump.sending = True
+                    for i, line in enumerate(batch):
+                        try:
+                            text = line[:-1].decode("utf-8", "surrogatepass")
+                            await send({"type": "websocket.send", "text": text})
+                        except BaseException:
+                            pump.sending = False
+                            channel.untake(batch[i:])
+                            raise
+                        outbox.sent(line)
+                    pump.sending = False
+                    # Nothing sent is held while the pump waits (each idle connection would).
+                    batch, line, text = [], b"", ""
+                    link.touch()
+            except asyncio.CancelledError:
+                if not pump.uncancel():  # not ours (the server's): passed on, after the close
+                    raise
+            except Exception:  # the client is gone (a send failed): closed below, like any end
+                _log.debug("remote connection %s: sending failed", link.id, exc_info=True)
+            finally:
+                pump.task = None  # no cancelling from here on
+                # The client left (the reader returned), or the server ends it (the link ended,
+                # or a send failed): then the socket is closed here.
+                left = reader.done() and not reader.cancelled() and reader.exception() is None
+                left = left and reader.result()
+                reader.cancel()
+                await asyncio.gather(reader, return_exceptions=True)
+                if not left:  # bounded: a client that stopped reading may never take it
+                    with contextlib.suppress(Exception):
+                        closing = send({"type": "websocket.close", "code": _WS_GOING_AWAY})
+                        await asyncio.wait_for(closing, _CLOSE_TIMEOUT)
+        finally:
+            del self.links[link.id]
+            await link.close()
+            self.gone()
+
+    async def _open(
+        self, path: str, scope: Scope, receive: Receive, send: Send
+    ) -> tuple[Link, Channel] | None:
+        """The upgrade admitted (or refused: None) and its agent made. Apart from `__call__`:
+        nothing of it (the connect message, the principal) stays for the connection's life."""
         message = await receive()
         if message["type"] != "websocket.connect":
-            return
+            return None
         if scope["path"] != path:
             await send({"type": "websocket.close", "code": 1008})
-            return
+            return None
         who = await self.admit("websocket", scope)
         if isinstance(who, Refusal):
             await self._refuse(scope, send, who)
-            return
+            return None
         client = client_address(scope)
         refusal = await self.room(client)
         if refusal is not None:
             await self._refuse(scope, send, refusal)
-            return
+            return None
         channel = Channel()
         try:
             agent = self.make_agent()
@@ -92,44 +165,8 @@ class WsTransport:
             await send({"type": "websocket.accept"})
             reason = "cannot start an agent"
             await send({"type": "websocket.close", "code": _WS_INTERNAL, "reason": reason})
-            return
-        link = self._link(agent, channel, client)
-        self.links[link.id] = link
-        deadline = self.limits.caps.initialize_timeout
-        timer = (
-            None
-            if deadline is None
-            else asyncio.get_running_loop().call_later(deadline, self._unspoken, link)
-        )
-        try:
-            await self._serve(link, channel, receive, send)
-        finally:
-            if timer is not None:
-                timer.cancel()
-            del self.links[link.id]
-            await link.close()
-            self.gone()
-
-    async def _serve(self, link: Link, channel: Channel, receive: Receive, send: Send) -> None:
-        headers = [(b"acp-connection-id", link.id.encode())]
-        await send({"type": "websocket.accept", "headers": headers})
-        pump = asyncio.ensure_future(_pump(link, channel, send))
-        reader = asyncio.ensure_future(_read(link, receive, self.budget))
-        undo = link.on_close(lambda: None if pump.cancel() else None)  # stop sending
-        try:
-            await asyncio.wait({pump, reader}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            undo()
-            # The client left (the reader returned), or the server ends it (the pump
-            # was stopped, or failed): then the socket is closed here.
-            left = reader.done() and not reader.cancelled() and reader.result() is True
-            pump.cancel()
-            reader.cancel()
-            await asyncio.gather(pump, reader, return_exceptions=True)
-            if not left:  # bounded: a client that stopped reading may never take it
-                with contextlib.suppress(Exception):
-                    closing = send({"type": "websocket.close", "code": _WS_GOING_AWAY})
-                    await asyncio.wait_for(closing, _CLOSE_TIMEOUT)
+            return None
+        return self._link(agent, channel, client), channel
 
     def _unspoken(self, link: Link) -> None:
         """A WebSocket silent since it opened, `initialize_timeout` later: closed."""
@@ -164,43 +201,77 @@ class WsTransport:
             await send({"type": "websocket.close", "code": _WS_POLICY, "reason": refusal.detail})
 
 
-async def _read(link: Link, receive: Receive, budget: Budget) -> bool:
+async def _read(
+    link: Link,
+    receive: Receive,
+    budget: Budget,
+    timer: asyncio.TimerHandle | None,
+    done: Callable[[], None],
+) -> bool:
     """Client frames into the agent's inbox: True once the client disconnected, False if the
-    connection ended first. A frame over the app's budget is answered -32000."""
-    while True:
-        message = await receive()
-        kind = message["type"]
-        if kind == "websocket.disconnect":
-            return True
-        text = message.get("text") if kind == "websocket.receive" else None
-        del message  # no copy of a message outlives its delivery (the next one may be late)
-        if text is not None:  # binary frames are ignored (the RFD)
-            data = frame(text.encode("utf-8", "surrogatepass"))
-            del text
-            if not budget.take(len(data)):
-                answer = over_budget_line(data, budget)
+    connection ended first; `done()` at the end, whichever. A frame over the app's budget is
+    answered -32000. `timer` (the `initialize_timeout`) is cancelled once a message is
+    delivered: every connection would hold it for its first seconds otherwise. (A reader
+    cancelled before its first step leaves it to fire: `_unspoken` passes over a closed link.)"""
+    try:
+        while True:
+            message = await receive()
+            kind = message["type"]
+            if kind == "websocket.disconnect":
+                return True
+            text = message.get("text") if kind == "websocket.receive" else None
+            del message  # no copy of a message outlives its delivery (the next one may be late)
+            if text is not None:  # binary frames are ignored (the RFD)
+                data = frame(text.encode("utf-8", "surrogatepass"))
+                del text
+                if not budget.take(len(data)):
+                    answer = over_budget_line(data, budget)
+                    del data
+                    if answer is not None and not link.outbox.closed:
+                        link.outbox.write(answer)
+                    continue
+                ok = await link.deliver(data)
                 del data
-                if answer is not None and not link.outbox.closed:
-                    link.outbox.write(answer)
-                continue
-            ok = await link.deliver(data)
-            del data
-            if not ok:
-                return False
+                if timer is not None:
+                    timer.cancel()
+                    timer = None
+                if not ok:
+                    return False
+    finally:
+        if timer is not None:
+            timer.cancel()
+        done()
 
 
-async def _pump(link: Link, channel: Channel, send: Send) -> None:
-    """The agent's messages out as text frames, until cancelled (the link's end)."""
-    outbox = link.outbox
-    while True:
-        await channel.wait()
-        batch = channel.take()
-        for i, line in enumerate(batch):
-            try:
-                text = line[:-1].decode("utf-8", "surrogatepass")
-                await send({"type": "websocket.send", "text": text})
-            except BaseException:
-                channel.untake(batch[i:])
-                raise
-            outbox.sent(line)
-        link.touch()
+class _Pump:
+    """What stops the pump (in `WsTransport.__call__`): `stop`, once the link ends or the
+    reader does. From then on the pump sends nothing more, and a send under way (waiting on a
+    client that stopped reading) is cancelled: the task is told apart from the server's own
+    cancellation by `cancelled` (and, from Python 3.11, its count of cancellations)."""
+
+    __slots__ = ("task", "stopped", "sending", "cancelled", "_channel")
+
+    def __init__(self, task: asyncio.Task[Any] | None, channel: Channel) -> None:
+        self.task = task
+        self.stopped = False
+        self.sending = False  # awaiting a send, which may wait on the client for ever
+        self.cancelled = False
+        self._channel = channel
+
+    def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        self._channel.wake()
+        if self.sending and self.task is not None:  # never from the task itself: it is in a send
+            self.cancelled = True
+            self.task.cancel()
+
+    def uncancel(self) -> bool:
+        """Whether the CancelledError being handled was `stop`'s alone (then it is undone)."""
+        if not self.cancelled:
+            return False
+        task = self.task
+        if sys.version_info >= (3, 11) and task is not None:
+            return task.uncancel() == 0  # the server may have cancelled this task too
+        return True

@@ -331,6 +331,80 @@ def test_idle_timeout_closes_silent_websockets_and_abandoned_http_connections() 
     run(main)
 
 
+def test_an_idle_websocket_holds_two_tasks_of_ours_no_timer_and_no_table_it_used() -> None:
+    """What each connection costs the server (the goal: RSS per connection at most half the SDK's):
+    beside the server's own task, an initialized WebSocket holds two tasks (its reader and its
+    connection: the pump runs in the server's task), its `initialize_timeout` timer is cancelled
+    by the first message, the tables a request used are emptied to nothing (dicts cleared), and
+    the notification queue is only made with the first notification."""
+
+    async def main() -> None:
+        app = agent.asgi_app(Chatty)
+        loop = asyncio.get_running_loop()
+        timers: list[tuple[str, asyncio.TimerHandle]] = []
+        call_later = loop.call_later
+
+        def recording(delay: float, callback: Callable[..., object], *args: Any) -> asyncio.TimerHandle:
+            handle = call_later(delay, callback, *args)
+            timers.append((getattr(callback, "__name__", ""), handle))
+            return handle
+
+        loop.call_later = recording  # type: ignore[method-assign]
+        before = tasks_now()
+        calls = [await opened(app) for _ in range(3)]
+        for call in calls:
+            call.incoming.put_nowait(frame(1, "session/new", {"cwd": "/", "mcpServers": []}))
+            assert (await ws_answer(call))["result"] == {"sessionId": "s1"}
+        await asyncio.sleep(0.01)
+        ours = {task for task in tasks_now() - before if task.get_coro().__qualname__ != "AsgiApp._reap"}
+        assert len(ours) == 3 * len(calls)  # each: the server's, its reader, its connection
+        unspoken = [handle for name, handle in timers if name == "_unspoken"]
+        assert len(unspoken) == len(calls) and all(handle.cancelled() for handle in unspoken)
+        empty = sys.getsizeof({})
+        for link in app.websockets.values():
+            conn = link.connection
+            tables: list[Any] = [conn._inflight, conn._started, conn._pending, conn._background]
+            tables.append(conn._cancelled_by_peer)
+            if conn._slots is not None:
+                tables += [conn._slots._holders, conn._slots._leases, conn._slots._away]
+            assert [sys.getsizeof(table) for table in tables] == [empty] * len(tables)
+            assert conn._notifications.maxlen == 0  # the shared empty one: no notification yet
+        calls[0].incoming.put_nowait(frame(None, "session/cancel", {"sessionId": "s1"}))
+        await asyncio.sleep(0.01)
+        queues = [link.connection._notifications.maxlen for link in app.websockets.values()]
+        assert queues.count(None) == 1 and queues.count(0) == 2  # one connection made its own
+        for call in calls:
+            call.incoming.put_nowait({"type": "websocket.disconnect", "code": 1000})
+        await asyncio.wait_for(asyncio.gather(*(call.task for call in calls)), TIMEOUT)
+        await asyncio.sleep(0)
+        assert app.connections == 0 and tasks_now() == before
+        await app.aclose()
+
+    run(main)
+
+
+def test_the_server_cancelling_a_websocket_task_ends_it_cancelled_and_closed() -> None:
+    """The pump runs in the server's task and `stop` cancels it out of a stuck send: a
+    cancellation from the server itself (its shutdown) still ends that task as cancelled, with
+    the connection closed and nothing left running."""
+
+    async def main() -> None:
+        app = agent.asgi_app(Chatty)
+        before = tasks_now()
+        call = await opened(app)
+        call.incoming.put_nowait(frame(1, "session/new", {"cwd": "/", "mcpServers": []}))
+        await ws_answer(call)
+        call.task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(call.task, TIMEOUT)
+        assert (await call.next()) == {"type": "websocket.close", "code": 1001}
+        await asyncio.sleep(0)
+        assert app.connections == 0 and tasks_now() == before
+        await app.aclose()
+
+    run(main)
+
+
 def test_max_connections_refuses_the_next_one() -> None:
     async def main() -> None:
         app = agent.asgi_app(Chatty, max_connections=1)

@@ -123,6 +123,18 @@ class Channel:
         self.items.append(line)
         _wake(self._waiter)
 
+    def waiter(self) -> asyncio.Future[None] | None:
+        """For a consumer awaiting the future itself (no coroutine frame kept per connection
+        while it waits): what `wait` would await, or None if something is pushed already."""
+        if self.items:
+            return None
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        return waiter
+
+    def wake(self) -> None:
+        """End a `wait` now, with nothing pushed (its consumer is told to stop elsewhere)."""
+        _wake(self._waiter)
+
     async def wait(self) -> None:
         """Until something is pushed."""
         if not self.items:

@@ -70,6 +70,9 @@ DEFAULT_MAX_MESSAGE_SIZE: Final = 64 * 1024 * 1024
 DEFAULT_SHUTDOWN_GRACE: Final = 1.0
 CANCEL_REQUEST: Final = "$/cancel_request"
 _NOTIFY_HEADS: dict[str, bytes] = {}  # notify_encoded: method -> its line's head
+# Every connection's queue of notifications before its first: never appended to (`maxlen` 0
+# would drop what was), replaced by a deque of its own with the worker.
+_NO_NOTIFICATIONS: Final[deque[tuple[int, str, Any]]] = deque(maxlen=0)
 
 # The connection whose notification is being handled, in the worker and every task a
 # notification handler starts (tasks inherit it): their requests must not wait for the worker.
@@ -122,6 +125,13 @@ def _expire(future: asyncio.Future[Any], method: str) -> None:
         future.set_exception(TimeoutError(f"no answer to {method} in time"))
 
 
+def _dropped(table: dict[Any, Any], key: Any) -> None:
+    """`key` out of `table`, and the table's memory given back once it is empty."""
+    table.pop(key, None)
+    if not table:
+        table.clear()
+
+
 def _valid_id(value: Any) -> bool:
     return (
         value is None
@@ -168,15 +178,19 @@ class Connection:
         self._slots = None if max_running is None else Slots(max_running, slot_lease)
         self._next_id = 0
         self._pending: dict[tuple[bool, Any], tuple[asyncio.Future[Any], list[int]]] = {}
+        # Dicts, not sets, for the tasks too, each cleared as it empties: an empty set is 216
+        # bytes, an empty dict 64, and one that held a key keeps its table until `clear()`.
+        # Every idle connection of a remote server holds these (`_dropped`).
         self._inflight: dict[tuple[bool, Any], asyncio.Task[None]] = {}
-        self._started: set[asyncio.Task[None]] = set()  # request handlers that began to run
-        self._cancelled_by_peer: set[asyncio.Task[None]] = set()
-        self._background: set[asyncio.Task[None]] = set()
-        # Notifications not yet handled, in arrival order. The worker task is made with the
-        # first one (many connections never get one: a remote server holds thousands of idle
-        # ones). A deque and one wake-up future, set only while the worker is idle, instead of
-        # an asyncio.Queue: its put/get pair cost more per message than parsing it.
-        self._notifications: deque[tuple[int, str, Any]] = deque()
+        self._started: dict[asyncio.Task[None], None] = {}  # request handlers that began to run
+        self._cancelled_by_peer: dict[asyncio.Task[None], None] = {}
+        self._background: dict[asyncio.Task[None], None] = {}
+        # Notifications not yet handled, in arrival order. The worker task and its deque (~0.8
+        # KiB) are made with the first one (many connections never get one: a remote server
+        # holds thousands of idle ones); until then, the shared empty `_NO_NOTIFICATIONS`. A
+        # deque and one wake-up future, set only while the worker is idle, instead of an
+        # asyncio.Queue: its put/get pair cost more per message than parsing it.
+        self._notifications: deque[tuple[int, str, Any]] = _NO_NOTIFICATIONS
         self._idle: asyncio.Future[None] | None = None  # the idle worker waits on it
         self._received = 0  # sequence number of the last notification received
         self._handled = 0  # sequence number of the last notification handled
@@ -284,7 +298,7 @@ class Connection:
         finally:
             if holder is not None:
                 holder[0].back(holder[1])
-            self._pending.pop(key, None)
+            _dropped(self._pending, key)
             if timer is not None:
                 timer.cancel()
             if future.done() and not future.cancelled():
@@ -298,8 +312,11 @@ class Connection:
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         # The loop keeps only weak references to tasks: hold them until they finish.
         task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._background[task] = None
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        _dropped(self._background, task)
 
     async def _cancel_quietly(self, request_id: Any) -> None:
         try:
@@ -487,6 +504,8 @@ class Connection:
             ):
                 # _enqueue, inlined: the worker only needs a call when idle or not started.
                 self._received = seq = self._received + 1
+                if self._worker is None:
+                    self._notifications = deque()
                 self._notifications.append((seq, method, params))
                 if self._idle is not None or self._worker is None:
                     self._start_or_wake()
@@ -545,6 +564,8 @@ class Connection:
     def _enqueue(self, method: str, params: Any) -> None:
         """Queue a notification for the worker; wake it if idle, start it the first time."""
         self._received += 1
+        if self._worker is None:
+            self._notifications = deque()
         self._notifications.append((self._received, method, params))
         self._start_or_wake()
 
@@ -559,13 +580,13 @@ class Connection:
 
     def _forget(self, key: tuple[bool, Any], msg_id: Any) -> Callable[[asyncio.Task[None]], None]:
         def forget(task: asyncio.Task[None]) -> None:
-            self._inflight.pop(key, None)
+            _dropped(self._inflight, key)
             if self._slots is not None:
                 self._slots.give(task)
             started = task in self._started
-            self._started.discard(task)
+            _dropped(self._started, task)
             if task in self._cancelled_by_peer:
-                self._cancelled_by_peer.discard(task)
+                _dropped(self._cancelled_by_peer, task)
                 if not started and task.cancelled():
                     # Cancelled before its handler ever ran (the request and its
                     # `$/cancel_request` came in one read): _serve_request could not answer.
@@ -623,7 +644,7 @@ class Connection:
             return
         task = self._inflight.get(_id_key(params["requestId"]))
         if task is not None and not task.done():
-            self._cancelled_by_peer.add(task)
+            self._cancelled_by_peer[task] = None
             task.cancel()
 
     async def _serve_request(
@@ -631,7 +652,7 @@ class Connection:
     ) -> None:
         task = asyncio.current_task()
         if task is not None:
-            self._started.add(task)
+            self._started[task] = None
         try:
             if delay:
                 await asyncio.sleep(delay)
