@@ -385,7 +385,11 @@ def main() -> None:
                     )
                     time.sleep(1.0)  # the attack under way before the good client starts measuring
                 cpu_before, start = cpu_seconds(server.pid), time.monotonic()
-                latencies, peak = asyncio.run(good_turns(urls["ws"], args.seconds, server.pid))
+                failed = ""
+                try:
+                    latencies, peak = asyncio.run(good_turns(urls["ws"], args.seconds, server.pid))
+                except Exception as exc:  # refused or cut off: that is this phase's result
+                    failed, latencies, peak = f"{type(exc).__name__}: {exc}", [], rss_mib(server.pid)
                 busy = 100 * (cpu_seconds(server.pid) - cpu_before) / (time.monotonic() - start)
                 if attacker is not None:
                     try:
@@ -393,6 +397,10 @@ def main() -> None:
                     except subprocess.TimeoutExpired:
                         attacker.kill()
                         attacker.wait()
+                if failed:
+                    print(f"| {name} | 0 | good client failed: {failed} | | | {before:.0f} | {peak:.0f} | {busy:.0f} |")
+                    time.sleep(2.0)
+                    continue
                 p50, p99 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000
                 if name == "quiet":
                     quiet_p99 = p99

@@ -76,7 +76,7 @@ class Limits:
     max_per_client: int | None = 256  # live connections per client address
     max_authenticating: int = 256  # requests inside the `authenticate` hook at once
     initialize_timeout: float | None = 10.0  # a new WebSocket's first message
-    evict_after: float = 1.0  # seconds a connection is fresh before it may be evicted for room
+    evict_after: float = 0.25  # seconds a connection is fresh before it may be evicted for room
     http_idle_timeout: float | None = 30.0  # no stream open and no request: the HTTP end
     body_timeout: float | None = 30.0  # a POST's whole body (a slow body is a slowloris)
     request_timeout: float | None = None  # the agent's requests to the client
