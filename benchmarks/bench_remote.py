@@ -414,8 +414,8 @@ def busy(
     }
 
 
-def idle(stack: str, conns: int, args: argparse.Namespace) -> float:
-    server = Server(stack)
+def idle(stack: str, conns: int, args: argparse.Namespace, agent_root: Path | None = None) -> float:
+    server = Server(stack, agent_root=agent_root)
     seen: dict[str, int] = {}
     run_clients(
         server.url,
@@ -486,6 +486,23 @@ def ab(args: argparse.Namespace) -> None:
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
+def ab_rss(args: argparse.Namespace) -> None:
+    """RSS per connection, busy and idle, of ours from `args.ab_rss` ("before"), ours from here
+    ("after") and the SDK, `args.rounds` times, the order reversed every other round."""
+    before = Path(args.ab_rss).resolve()
+    runs = (("before", "ours", before), ("after", "ours", ROOT), ("sdk", "sdk", ROOT))
+    print(f"RSS KiB/conn: busy {args.conns}, idle {args.idle} connections; before = {before}")
+    for n in range(args.rounds):
+        load = os.getloadavg()[0]
+        got: dict[str, tuple[float, float]] = {}
+        for name, stack, root in runs if n % 2 == 0 else runs[::-1]:
+            got[name] = (busy(stack, args, agent_root=root)["rss"], idle(stack, args.idle, args, agent_root=root))
+        sdk = got["sdk"]
+        cells = [f"{k} {b:.1f} / {i:.1f} ({b / sdk[0]:.2f}x / {i / sdk[1]:.2f}x)" for k, (b, i) in got.items()]
+        print(f"round {n + 1} (load {load:.2f}): busy / idle:", ", ".join(sorted(cells)), flush=True)
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def raise_fd_limit() -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = hard if hard != resource.RLIM_INFINITY else 1 << 20
@@ -511,14 +528,15 @@ def main() -> None:
         "--compare-servers", action="store_true", help="only the busy phase of ours, on uvicorn and on hypercorn"
     )
     parser.add_argument("--ab", metavar="DIR", help="A/B: ours from DIR/generated against ours from here")
-    parser.add_argument("--rounds", type=int, default=3, help="--ab rounds")
+    parser.add_argument("--ab-rss", metavar="DIR", help="A/B of RSS per connection: ours from DIR against here")
+    parser.add_argument("--rounds", type=int, default=3, help="--ab and --ab-rss rounds")
     args = parser.parse_args()
     limit = raise_fd_limit()
     if not args.serve and not args.client:
         # Bytecode in a known state, as an installed package has it (pip compiles what it
         # installs): a server compiling generated/ from source leaves megabytes of its heap free,
         # which the first connections reuse, and their cost would not show.
-        for root in {ROOT, AGENT_ROOT} | ({Path(args.ab)} if args.ab else set()):
+        for root in {ROOT, AGENT_ROOT} | {Path(d) for d in (args.ab, args.ab_rss) if d}:
             compileall.compile_dir(root / "generated", quiet=2)
     if args.serve:
         serve(args.serve, args.port, args.workers, args.asgi)
@@ -537,6 +555,10 @@ def main() -> None:
     if args.ab:
         args.conns = min(args.conns, limit - 200)
         ab(args)
+        return
+    if args.ab_rss:
+        args.conns, args.idle = min(args.conns, limit - 200), min(args.idle, limit - 200)
+        ab_rss(args)
         return
     # Each connection costs the server one descriptor and its client process one.
     fit = limit - 200
