@@ -426,12 +426,15 @@ async def answer_from(lines: Any, msg_id: int) -> dict[str, Any]:
 
 def test_a_flood_of_bare_initialize_posts_locks_nobody_out(server: dict[str, str]) -> None:
     """264 bare `initialize` POSTs from one address, past its 256-connection cap: each evicts the
-    oldest never-used one, and a new client then does a whole turn."""
+    oldest never-used one (never used for `Limits.evict_after`, 0.25 s, by then: the pause makes
+    sure on a machine fast enough to make 256 in less), and a new client then does a whole turn."""
     import httpx
 
     async def main() -> None:
         async with httpx.AsyncClient(timeout=TIMEOUT) as client:
-            for _ in range(264):
+            for i in range(264):
+                if i == 256:
+                    await asyncio.sleep(0.3)
                 assert (await client.post(server["http"], json=INIT, headers=bearer(B))).status_code == 200
             assert await http_turn(client, server["http"], A) == "end_turn"
 
