@@ -191,7 +191,9 @@ class Admission:
         self._pending = limits.max_pending
         self._sessions = limits.max_sessions
         self._opened = 0  # session/new requests admitted
-        self._loaded: set[str] = set()  # session ids loaded, resumed or forked (each counts once)
+        # Session ids loaded, resumed or forked (each counts once); made on the first: an empty
+        # set is 216 bytes, and most connections never load one.
+        self._loaded: set[str] | None = None
         rate, burst, wait = limits.session_rate, limits.session_burst, limits.rate_wait
         self._pace = None if rate is None else Pace(rate, burst, wait)
         self._client = client_pace
@@ -206,9 +208,15 @@ class Admission:
         if cap is not None:
             fields = cast("dict[str, Any]", params) if params.__class__ is dict else {}
             session = fields.get("sessionId")
-            if method != "session/new" and isinstance(session, str) and session in self._loaded:
+            loaded = self._loaded
+            if (
+                loaded is not None
+                and method != "session/new"
+                and isinstance(session, str)  # an unhashable id must not reach the set
+                and session in loaded
+            ):
                 return None
-            if self._opened + len(self._loaded) >= cap:
+            if self._opened + (0 if loaded is None else len(loaded)) >= cap:
                 return over("max_sessions", cap)
         paced = self._paced()
         if isinstance(paced, RequestError):
@@ -216,6 +224,8 @@ class Admission:
         if cap is not None:  # counted once admitted
             if method == "session/new" or not isinstance(session, str):
                 self._opened += 1
+            elif self._loaded is None:
+                self._loaded = {session}
             else:
                 self._loaded.add(session)
         return paced or None

@@ -19,7 +19,7 @@ import pytest
 from agent import types as at
 from agent.connection import ConnectionClosed
 from agent.principal import Principal
-from agent.remote_limits import Limits
+from agent.remote_limits import Admission, Limits
 from test_remote_server import (
     CID,
     JSON,
@@ -414,3 +414,18 @@ def test_the_inflight_byte_budget_is_given_back_on_every_path() -> None:
         assert app.budget.used == 0 and app.connections == 0
 
     run(main)
+
+
+def test_sessions_loaded_count_once_and_odd_ids_do_not_break_the_count() -> None:
+    """The loaded-session ids are kept only from the first load (most connections load none);
+    a load of one already loaded is free, and an id that is not a string (unhashable) is counted
+    like a new session, never looked up."""
+    admit = Admission(Limits(max_sessions=3, session_rate=None, client_session_rate=None))
+    assert admit("session/load", {"sessionId": "s1"}, 0) is None
+    assert admit("session/load", {"sessionId": "s1"}, 0) is None  # the same: counted once
+    assert admit("session/load", {"sessionId": ["not", "an", "id"]}, 0) is None
+    assert admit("session/new", {}, 0) is None
+    refused = admit("session/load", {"sessionId": "s2"}, 0)
+    assert refused is not None and not isinstance(refused, float)
+    assert refused.data == {"details": "over this connection's max_sessions limit of 3", "limit": "max_sessions"}
+    assert admit("session/resume", {"sessionId": "s1"}, 0) is None  # loaded already: still free
