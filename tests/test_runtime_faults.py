@@ -253,13 +253,25 @@ def test_an_exception_is_32603_for_that_request_only(caplog: pytest.LogCaptureFi
     run(scenario())
 
 
+# Python 3.10 has no Task.cancelling(): a CancelledError that a handler's own await raised (a
+# future cancelled elsewhere) cannot be told from its task being cancelled, and the runtime takes
+# it as the latter (the safe reading: the other would swallow asyncio.run's own cancel and hang
+# its shutdown). There the request goes unanswered and a notification handler's stops the
+# notifications (docs/guarantees.md). strict: a pass on 3.10 would mean the limit is gone.
+PY310_CANCEL = pytest.mark.xfail(
+    sys.version_info < (3, 11), reason="Python 3.10 cannot tell a stray CancelledError", strict=True
+)
+
+
 @pytest.mark.parametrize(
     ("method", "expected"),
     [
         ("_raise", {"code": -32603, "message": "Internal error"}),
         ("_key_error", {"code": -32603, "message": "Internal error"}),
         ("_recursion", {"code": -32603, "message": "Internal error"}),
-        ("_self_cancel", {"code": -32603, "message": "Internal error"}),  # CancelledError nobody asked for
+        pytest.param(  # CancelledError nobody asked for
+            "_self_cancel", {"code": -32603, "message": "Internal error"}, marks=PY310_CANCEL
+        ),
         ("_unserializable", {"code": -32603, "message": "Internal error"}),
         ("_set_key", {"code": -32603, "message": "Internal error"}),
         ("_deep", {"code": -32603, "message": "Internal error"}),
@@ -333,6 +345,7 @@ def test_the_traceback_goes_to_stderr_never_to_the_peer() -> None:
     assert "Traceback" in stderr and f"SECRET-{SECRET}" in stderr and "initialize" in stderr
 
 
+@PY310_CANCEL
 def test_notification_handler_faults_do_not_stop_later_notifications(caplog: pytest.LogCaptureFixture) -> None:
     async def scenario() -> None:
         handler = FaultyAgent()
