@@ -18,14 +18,13 @@ from .connection_base import (
     ConnectionClosed,
     InvalidResponse,
     cancelled_itself,
-    dropped,
     id_key,
     notifying,
     valid_id,
 )
 from .dispatch import Dispatcher, RequestError, brief
 from .jsonline import HELD_FROM, loads, loads_held
-from .slots import owner
+from .slots import dropped, owner
 
 # The logger of `connection`, whose part this is (as before the split).
 _log = logging.getLogger(__name__.rpartition(".")[0] + ".connection")

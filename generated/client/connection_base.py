@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from .dispatch import INTERNAL_ERROR, Dispatcher, RequestError, brief
 from .jsonline import dumps
-from .slots import Slots, owner
+from .slots import Slots, dropped, owner
 from .streams import Reader, Writer
 from .wiretap import WIRE_LOG_ENV, Direction, Tap, WireLog
 
@@ -84,13 +84,6 @@ def _wire_log_from_env() -> WireLog | None:
 def _expire(future: asyncio.Future[Any], method: str) -> None:
     if not future.done():
         future.set_exception(TimeoutError(f"no answer to {method} in time"))
-
-
-def dropped(table: dict[Any, Any], key: Any) -> None:
-    """`key` out of `table`, and the table's memory given back once it is empty."""
-    table.pop(key, None)
-    if not table:
-        table.clear()
 
 
 def valid_id(value: Any) -> bool:

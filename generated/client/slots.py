@@ -23,7 +23,7 @@ import contextvars
 from collections import deque
 from typing import Any
 
-__all__ = ["Slots", "owner"]
+__all__ = ["Slots", "dropped", "owner"]
 
 # The slot-holding handler whose work the current task does (tasks it starts inherit it).
 owner: contextvars.ContextVar[tuple[Slots, asyncio.Task[Any]] | None] = contextvars.ContextVar(
@@ -31,9 +31,9 @@ owner: contextvars.ContextVar[tuple[Slots, asyncio.Task[Any]] | None] = contextv
 )
 
 
-def _drop(table: dict[Any, Any], key: Any) -> None:
+def dropped(table: dict[Any, Any], key: Any) -> None:
     """`key` out of `table`; once empty, the table's memory is given back (a dict that held a
-    key keeps its hash table until `clear()`)."""
+    key keeps its hash table until `clear()`). The connection's task tables use it too."""
     table.pop(key, None)
     if not table:
         table.clear()
@@ -53,7 +53,7 @@ class Slots:
         self._lease = lease
         self._leases: dict[asyncio.Task[Any], asyncio.TimerHandle] = {}  # holders' lease ends
         self._running = 0  # slots held, each by one task in _holders
-        # A dict, cleared as it empties, like every table here (see `_drop`): an idle
+        # A dict, cleared as it empties, like every table here (see `dropped`): an idle
         # connection holds its Slots, and an empty set is 216 bytes, an empty dict 64.
         self._holders: dict[asyncio.Task[Any], None] = {}
         # Made when a handler first has to wait: most connections never do, and every idle one
@@ -99,20 +99,20 @@ class Slots:
             self._leases[task] = loop.call_later(self._lease, self._lease_ended, task)
 
     def _lease_ended(self, task: asyncio.Task[Any]) -> None:
-        _drop(self._leases, task)
+        dropped(self._leases, task)
         self._hand_over(task)  # it runs on, uncounted; a later `give` or `away` finds no slot
 
     def give(self, task: asyncio.Task[Any]) -> None:
         """`task` is done: its slot (if it holds one) goes to the first waiter."""
-        _drop(self._away, task)
+        dropped(self._away, task)
         if task in self._holders:
             self._hand_over(task)
 
     def _hand_over(self, task: asyncio.Task[Any]) -> None:
-        _drop(self._holders, task)
+        dropped(self._holders, task)
         lease = self._leases.get(task)
         if lease is not None:
-            _drop(self._leases, task)
+            dropped(self._leases, task)
             lease.cancel()
         waiting = self._waiting
         while waiting:
@@ -139,6 +139,6 @@ class Slots:
         if waits > 1:
             self._away[task] = waits - 1
             return
-        _drop(self._away, task)
+        dropped(self._away, task)
         self._running += 1
         self._hold(task)
