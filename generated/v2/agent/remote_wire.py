@@ -79,14 +79,15 @@ async def send_refusal(
 ) -> None:
     """A refusal as an HTTP answer: a limit's own JSON-RPC error (`remote_limits.limit_error`)
     under `msg_id`, else -32603 for a server failure and -32600 for the rest."""
-    error = refusal.error
+    status, error = refusal.status, refusal.error
     if error is None:
-        status = refusal.status
         code = INTERNAL_ERROR if status >= 500 and status != 503 else INVALID_REQUEST
-        message = "Internal error" if code == INTERNAL_ERROR else "Invalid request"
-        error = RequestError(code, message, {"details": refusal.detail})
-    body = dumps({"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()})
-    await _send_body(send, refusal.status, body, refusal.headers, websocket)
+        await send_error(
+            send, status, msg_id, code, refusal.detail, headers=refusal.headers, websocket=websocket
+        )
+        return
+    body = dumps(error_answer(msg_id, error))
+    await _send_body(send, status, body, refusal.headers, websocket)
 
 
 async def _send_body(
@@ -153,6 +154,11 @@ def error_body(msg_id: Any, code: int, message: str, detail: str) -> dict[str, A
     }
 
 
+def error_answer(msg_id: Any, error: RequestError) -> dict[str, Any]:
+    """The JSON-RPC error response carrying `error` (a limit's refusal, say)."""
+    return {"jsonrpc": "2.0", "id": msg_id, "error": error.to_dict()}
+
+
 class Deadline:
     """Cancels the running task `seconds` from now unless cancelled first (None: never). The
     task must only wait inside the guarded code: then the cancel lands there, and `expired`
@@ -209,5 +215,4 @@ def over_budget_line(data: bytes, budget: Budget) -> bytes | None:
     if head is not None and "id" not in head:
         return None
     msg_id = head.get("id") if head is not None and id_key(head.get("id")) is not None else None
-    answer = {"jsonrpc": "2.0", "id": msg_id, "error": over_budget(budget).to_dict()}
-    return dumps(answer) + b"\n"
+    return dumps(error_answer(msg_id, over_budget(budget))) + b"\n"
